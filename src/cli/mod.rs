@@ -1,0 +1,61 @@
+//! clap command line: one file per subcommand.
+
+use clap::{Parser, Subcommand};
+
+mod bvh;
+mod isa;
+mod peak;
+mod profile;
+mod render;
+mod tiling;
+mod trace;
+
+#[derive(Parser)]
+#[command(
+    name = "wavetrace",
+    version,
+    about = "XBOX Series X|S ray-tracing hardware model"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Evaluate instruction test vectors (JSON Lines) with the reference instruction.
+    Isa(isa::IsaArgs),
+    /// Build a BVH for a mesh and report its quality.
+    Bvh(bvh::BvhArgs),
+    /// Trace a ray file through the wave model.
+    Trace(trace::TraceArgs),
+    /// The documented peak tables and this machine's emulation rate.
+    Peak(peak::PeakArgs),
+    /// Render a scene to PNG or EXR.
+    Render(render::RenderArgs),
+    /// Compare traversal strategies and BVH layouts on a scene.
+    Profile(profile::ProfileArgs),
+    /// Texture tiling: layouts, swizzling, reference vectors.
+    Tiling(tiling::TilingArgs),
+}
+
+/// Runs the CLI; returns the process exit code.
+pub fn main() -> i32 {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Isa(a) => isa::run(a),
+        Command::Bvh(a) => bvh::run(a),
+        Command::Trace(a) => trace::run(a),
+        Command::Peak(a) => peak::run(a),
+        Command::Render(a) => render::run(a),
+        Command::Profile(a) => profile::run(a),
+        Command::Tiling(a) => tiling::run(a),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e}");
+            2
+        }
+    }
+}

@@ -1,0 +1,22 @@
+//! The exact hardware: descriptor, node pointers, node formats, the scalar reference
+//! `image_bvh_intersect_ray`, and the documented peak tables.
+//!
+//! Pure: no I/O, no threads, no globals. Specs: `../shared/spec/rt-hardware.md` and
+//! `../shared/spec/semantics.md` (section 12 is the law here).
+
+pub mod descriptor;
+pub mod ij;
+pub mod instruction;
+pub mod node;
+pub mod peak;
+pub mod pointer;
+
+pub use descriptor::{BvhDescriptor, TriangleReturnMode};
+pub use ij::{ij_nibble, IjControl};
+pub use instruction::{
+    image_bvh64_intersect_ray, image_bvh_intersect_ray, InactiveReason, IntersectResult,
+    LaneOutcome, MappedMemory, NodeMemory, RayRegisters,
+};
+pub use node::{BoxNodeF16, BoxNodeF32, TriangleNode, TRIANGLE_VERTICES};
+pub use peak::{ConsoleConfig, SERIES_S, SERIES_X};
+pub use pointer::{NodePointer, NodeType};

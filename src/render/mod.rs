@@ -1,0 +1,3 @@
+//! The path tracer: every ray goes through a [`crate::wave::Tracer`].
+//!
+//! (Being written.)

@@ -1,0 +1,3 @@
+//! Scenes: the TOML scene file, OBJ/MTL meshes, camera, materials and lights.
+//!
+//! (Being written.)

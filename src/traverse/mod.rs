@@ -1,0 +1,3 @@
+//! Traversal "shaders": per-lane loops that issue one intersect instruction per step.
+//!
+//! (Being written.)
