@@ -288,7 +288,7 @@ fn hex_u32(s: &str) -> std::result::Result<u32, String> {
 }
 
 fn hex_bytes(s: &str) -> std::result::Result<Vec<u8>, String> {
-    if s.len() % 2 != 0 {
+    if !s.len().is_multiple_of(2) {
         return Err(format!("odd number of hex digits ({})", s.len()));
     }
     s.as_bytes()
