@@ -103,16 +103,15 @@ fn triangles_agree_with_f64_cramer() {
         let r = intersect_triangle(v0, v1, v2, origin, dir);
         let min_w = w64.iter().fold(f64::INFINITY, |m, &x| m.min(x));
         if min_w >= 1e-3 && t64 > 0.0 {
-            assert!(r.hit, "f64 inside ({w64:?}, t {t64}) but f32 missed: {v0:?} {v1:?} {v2:?} {origin:?} {dir:?}");
+            assert!(
+                r.hit,
+                "f64 inside ({w64:?}, t {t64}) but f32 missed: {v0:?} {v1:?} {v2:?} {origin:?} {dir:?}"
+            );
             let t32 = (r.t_num / r.t_denom) as f64;
             assert!((t32 - t64).abs() <= 1e-4 * t64, "t {t32} vs {t64}");
-            for i in 0..3 {
-                let w32 = (r.scaled_weights[i] / r.t_denom) as f64;
-                assert!(
-                    (w32 - w64[i]).abs() <= 1e-4,
-                    "weight {i}: {w32} vs {}",
-                    w64[i]
-                );
+            for (i, (&s, &w)) in r.scaled_weights.iter().zip(&w64).enumerate() {
+                let w32 = (s / r.t_denom) as f64;
+                assert!((w32 - w).abs() <= 1e-4, "weight {i}: {w32} vs {w}");
             }
             compared_hits += 1;
         } else if min_w <= -1e-3 || t64 < 0.0 {
