@@ -17,7 +17,7 @@ pub const HIT_BYTES: usize = 8;
 
 /// Parses ray-file bytes; `path` names the file in errors.
 pub fn parse_rays(path: &Path, bytes: &[u8]) -> Result<Vec<Ray>> {
-    if bytes.len() % RAY_BYTES != 0 {
+    if !bytes.len().is_multiple_of(RAY_BYTES) {
         return Err(Error::parse(
             path,
             0,
@@ -63,7 +63,7 @@ pub fn encode_rays(rays: &[Ray]) -> Vec<u8> {
 
 /// Parses hit-file bytes into `(t, primitive id)` pairs.
 pub fn parse_hits(path: &Path, bytes: &[u8]) -> Result<Vec<(f32, u32)>> {
-    if bytes.len() % HIT_BYTES != 0 {
+    if !bytes.len().is_multiple_of(HIT_BYTES) {
         return Err(Error::parse(
             path,
             0,
