@@ -21,7 +21,6 @@
 //! that the hot loop loads six aligned vectors instead of transposing 24 scalars.
 
 use crate::hw::descriptor::{BvhDescriptor, TriangleReturnMode};
-use crate::hw::instruction::InactiveReason;
 use crate::hw::node::TRIANGLE_VERTICES;
 use crate::hw::pointer::{NodePointer, NodeType};
 use half::f16;
@@ -39,35 +38,8 @@ pub const BOX_MISS: [u32; 4] = [INVALID; 4];
 /// Triangle miss encoding: `{+inf, 1.0, 0, 0}`.
 pub const TRIANGLE_MISS: [u32; 4] = [0x7f80_0000, 0x3f80_0000, 0, 0];
 
-/// One lane's ray VGPRs (A16 = 0), scalar.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct LaneRay {
-    pub extent: f32,
-    pub origin: [f32; 3],
-    pub dir: [f32; 3],
-    pub inv_dir: [f32; 3],
-}
-
-impl LaneRay {
-    /// Why the hardware would treat this lane as inactive (`semantics.md` 8), checked in the
-    /// order origin, direction, inverse direction, extent NaN, then infinite origin.
-    #[inline]
-    pub fn inactive_reason(&self) -> Option<InactiveReason> {
-        if self.origin.iter().any(|v| v.is_nan()) {
-            Some(InactiveReason::NanOrigin)
-        } else if self.dir.iter().any(|v| v.is_nan()) {
-            Some(InactiveReason::NanDirection)
-        } else if self.inv_dir.iter().any(|v| v.is_nan()) {
-            Some(InactiveReason::NanInverseDirection)
-        } else if self.extent.is_nan() {
-            Some(InactiveReason::NanExtent)
-        } else if self.origin.iter().any(|v| v.is_infinite()) {
-            Some(InactiveReason::InfiniteOrigin)
-        } else {
-            None
-        }
-    }
-}
+/// One lane's ray VGPRs 1-10 (A16 = 0): the scalar reference's register type.
+pub type LaneRay = crate::hw::instruction::RayRegisters;
 
 /// A box node re-laid out for the vector test: element c of each vector is child c.
 #[repr(C, align(16))]

@@ -3,10 +3,10 @@
 
 use super::intersector::{
     box_query, grow_factor, out_of_bounds, triangle_query_x4, BvhMemory, DecodedBox, LaneRay,
-    NodeCache, TriangleLane, BOX_MISS, LANES, TRIANGLE_MISS,
+    NodeCache, TriangleLane, BOX_MISS, LANES,
 };
 use crate::hw::descriptor::BvhDescriptor;
-use crate::hw::instruction::{InactiveReason, LaneOutcome};
+use crate::hw::instruction::{miss_encoding, InactiveReason, LaneOutcome};
 use crate::hw::pointer::{NodePointer, NodeType};
 
 /// Why a lane is (in)active.
@@ -164,6 +164,7 @@ enum Fetched<'a> {
     Triangle(&'a [u8]),
     User,
     OutOfBounds,
+    Unmapped,
 }
 
 impl<'a> WaveIntersector<'a> {
@@ -190,7 +191,7 @@ impl<'a> WaveIntersector<'a> {
             return Fetched::User;
         }
         let Some(offset) = self.memory.offset(&self.descriptor, ptr, ty.fetch_bytes()) else {
-            return Fetched::OutOfBounds;
+            return Fetched::Unmapped;
         };
         let bytes: &'a [u8] = &self.memory.bytes[offset..offset + ty.fetch_bytes()];
         match ty {
@@ -237,11 +238,7 @@ impl<'a> WaveIntersector<'a> {
             let ptr = NodePointer::from_u32(wave.node[i]);
             let ty = ptr.node_type();
             if let Some(reason) = ray.inactive_reason() {
-                out.dwords[i] = if ty.triangle_index().is_some() {
-                    TRIANGLE_MISS
-                } else {
-                    BOX_MISS
-                };
+                out.dwords[i] = miss_encoding(ty);
                 out.outcome[i] = LaneOutcome::Inactive(reason);
                 if reason == InactiveReason::InfiniteOrigin {
                     cost.inf_origin += 1;
@@ -251,13 +248,13 @@ impl<'a> WaveIntersector<'a> {
                 continue;
             }
             match self.fetch(ptr) {
-                Fetched::OutOfBounds => {
-                    out.dwords[i] = if ty.triangle_index().is_some() {
-                        TRIANGLE_MISS
+                fetched @ (Fetched::OutOfBounds | Fetched::Unmapped) => {
+                    out.dwords[i] = miss_encoding(ty);
+                    out.outcome[i] = if matches!(fetched, Fetched::OutOfBounds) {
+                        LaneOutcome::OutOfBounds
                     } else {
-                        BOX_MISS
+                        LaneOutcome::Unmapped
                     };
-                    out.outcome[i] = LaneOutcome::OutOfBounds;
                     cost.out_of_bounds += 1;
                 }
                 Fetched::User => {
