@@ -19,6 +19,8 @@ const PARALLEL_THRESHOLD: usize = 4096;
 /// Below this depth of the binary tree the split is by binned SAH; deeper (only on
 /// pathological inputs) it is an object median split, which bounds the depth.
 const MAX_SAH_DEPTH: u32 = 64;
+/// Nodes with at most this many references get an exact SAH sweep instead of bins.
+const SMALL_NODE: usize = 12;
 
 /// SAH cost of one box-node instruction (one TD clock for four boxes).
 pub const C_BOX: f32 = 1.0;
@@ -125,6 +127,14 @@ fn build_rec(
         return;
     }
 
+    if m <= SMALL_NODE {
+        let (lmin, lmax, rmin, rmax, left_count) = small_split(refs);
+        finish_inner(
+            refs, nodes, base, min, max, depth, lmin, lmax, rmin, rmax, left_count,
+        );
+        return;
+    }
+
     // Centroid bounds (centroids kept doubled: min + max).
     let (mut cmin, mut cmax) = (Vec3A::INFINITY, Vec3A::NEG_INFINITY);
     for r in refs.iter() {
@@ -174,6 +184,27 @@ fn build_rec(
             (lmin, lmax, rmin, rmax, half)
         }
     };
+    finish_inner(
+        refs, nodes, base, min, max, depth, lmin, lmax, rmin, rmax, left_count,
+    );
+}
+
+/// Recurses into the two sides of a split and computes this node's collapse costs.
+#[allow(clippy::too_many_arguments)]
+fn finish_inner(
+    refs: &mut [PrimRef],
+    nodes: &mut [Node2],
+    base: u32,
+    min: Vec3A,
+    max: Vec3A,
+    depth: u32,
+    lmin: Vec3A,
+    lmax: Vec3A,
+    rmin: Vec3A,
+    rmax: Vec3A,
+    left_count: usize,
+) {
+    let m = refs.len();
     debug_assert!(left_count > 0 && left_count < m);
 
     let left_base = base + 1;
@@ -302,6 +333,57 @@ fn best_binned_split(
     let (lmin, lmax) = side(0..split + 1);
     let (rmin, rmax) = side(split + 1..BINS);
     Some((axis, split, lmin, lmax, rmin, rmax))
+}
+
+/// Exact SAH split of a small node: sorts the references by centroid on each axis and
+/// sweeps all `m - 1` positions; leaves `refs` in the order of the best axis.
+fn small_split(refs: &mut [PrimRef]) -> (Vec3A, Vec3A, Vec3A, Vec3A, usize) {
+    let m = refs.len();
+    let mut best = (f32::INFINITY, 0usize, 1usize);
+    let mut right_area = [0.0f32; SMALL_NODE];
+    for axis in 0..3 {
+        sort_on_axis(refs, axis);
+        let (mut lo, mut hi) = (Vec3A::INFINITY, Vec3A::NEG_INFINITY);
+        for i in (1..m).rev() {
+            lo = lo.min(refs[i].min);
+            hi = hi.max(refs[i].max);
+            right_area[i] = half_area(lo, hi);
+        }
+        let (mut lo, mut hi) = (Vec3A::INFINITY, Vec3A::NEG_INFINITY);
+        for i in 0..m - 1 {
+            lo = lo.min(refs[i].min);
+            hi = hi.max(refs[i].max);
+            let c = half_area(lo, hi) * (i + 1) as f32 + right_area[i + 1] * (m - i - 1) as f32;
+            if c < best.0 {
+                best = (c, axis, i + 1);
+            }
+        }
+    }
+    let (_, axis, left_count) = best;
+    if axis != 2 {
+        sort_on_axis(refs, axis);
+    }
+    let bounds = |s: &[PrimRef]| {
+        s.iter()
+            .fold((Vec3A::INFINITY, Vec3A::NEG_INFINITY), |(lo, hi), r| {
+                (lo.min(r.min), hi.max(r.max))
+            })
+    };
+    let (lmin, lmax) = bounds(&refs[..left_count]);
+    let (rmin, rmax) = bounds(&refs[left_count..]);
+    (lmin, lmax, rmin, rmax, left_count)
+}
+
+/// Stable insertion sort by doubled centroid on `axis` (small slices only).
+fn sort_on_axis(refs: &mut [PrimRef], axis: usize) {
+    let key = |r: &PrimRef| r.min[axis] + r.max[axis];
+    for i in 1..refs.len() {
+        let mut j = i;
+        while j > 0 && key(&refs[j - 1]) > key(&refs[j]) {
+            refs.swap(j - 1, j);
+            j -= 1;
+        }
+    }
 }
 
 /// Moves the references for which `left` holds to the front; returns how many there are.

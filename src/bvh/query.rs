@@ -8,7 +8,8 @@
 //! - **t range.** The instruction has no tmin (boxes are clamped to `[0, extent]`, triangles
 //!   hit at `t >= 0`). Software rejects triangle hits with `t < ray.tmin`; the origin is
 //!   never moved (moving it would change the watertight results). Hits count for
-//!   `tmin <= t <= tmax`, t = `t_num / t_denom` in f32.
+//!   `tmin <= t <= tmax`, t = `t_num / t_denom` in f32, finite (the miss encoding has
+//!   t = +inf, which never counts, even when tmax is infinite).
 //! - **Ties.** Of hits at the same t, the one with the smaller primitive id wins, so the
 //!   result does not depend on the traversal order.
 //! - **front_face** is `t_denom > 0` (`semantics.md` 7.3: `t_denom > 0` iff
@@ -129,7 +130,8 @@ fn accept(
     let t_num = f32::from_bits(dwords[0]);
     let t_denom = f32::from_bits(dwords[1]);
     let t = t_num / t_denom;
-    if !(t >= ray.tmin && t <= best_t) {
+    // The miss encoding is {+inf, 1.0, ...}: an infinite t is never a hit.
+    if !(t >= ray.tmin && t <= best_t && t < f32::INFINITY) {
         return None;
     }
     if best.is_hit() && t == best_t && prim >= best.prim_id {
