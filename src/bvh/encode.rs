@@ -149,8 +149,35 @@ fn pack_leaves(tree: &Tree4, mesh: &Mesh, max_per_node: u8) -> (Vec<Pack>, Vec<(
             }
         }
         let p = placed.unwrap_or_else(|| {
+            // Open a node with the triangle in slot 0, rotated so that the vertex shared
+            // with most of the next few leaves becomes V2, the vertex all four slots share.
+            let mut best_r = 0;
+            if max_per_node > 1 {
+                let mut best_count = 0;
+                let ahead = &tree.leaves[leaf + 1..(leaf + 1 + PACK_WINDOW).min(tree.leaves.len())];
+                for r in 0..3 {
+                    let centre = tri[(5 - r) % 3];
+                    let count = ahead
+                        .iter()
+                        .filter(|&&q| {
+                            mesh.triangle(q)
+                                .iter()
+                                .any(|v| v.map(f32::to_bits) == centre)
+                        })
+                        .count();
+                    if count > best_count {
+                        best_count = count;
+                        best_r = r;
+                    }
+                }
+            }
             let mut pack = EMPTY_PACK;
-            assert!(pack.try_place(&tri, leaf as u32));
+            let hw = TRIANGLE_VERTICES[0];
+            for j in 0..3 {
+                pack.verts[hw[(j + best_r) % 3]] = Some(tri[j]);
+            }
+            pack.used[0] = Some((leaf as u32, best_r as u8));
+            pack.count = 1;
             packs.push(pack);
             packs.len() - 1
         });
