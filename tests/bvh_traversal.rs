@@ -15,6 +15,14 @@ fn check(
     want: &[wavetrace::math::Hit],
 ) {
     let built = bvh::build(mesh, options).expect("build");
+    if options.spatial_splits {
+        assert!(
+            built.references > mesh.len(),
+            "splits should add references"
+        );
+    } else {
+        assert_eq!(built.references, mesh.len());
+    }
     let errors = bvh::validate(&built.image, mesh);
     assert!(errors.is_empty(), "{options:?}: {}", errors[0]);
     for (ray, want) in rays.iter().zip(want) {

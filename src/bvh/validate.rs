@@ -12,6 +12,12 @@
 //! mode 1: the IJ nibble selects the mesh's vertex order); parent side tables agree with the
 //! walk; every finite mesh triangle is reachable, exactly once without spatial splits, and
 //! no triangle slot is referenced twice.
+//!
+//! With spatial splits a triangle slot's box covers only part of its triangle: the check
+//! becomes "overlaps the triangle", the covered part (box and triangle bounds intersected)
+//! is what the ancestors must contain, and that containment allows a relative 2^-10 (the part
+//! is bounded by the children's possibly FP16-rounded boxes). Coverage of the whole triangle
+//! by its pieces is tested by the traversal tests against brute force.
 
 use super::{BvhImage, Mesh};
 use crate::hw::{
@@ -79,6 +85,26 @@ fn is_empty(b: &Bounds) -> bool {
 /// A box that no ray can hit: NaN in any coordinate (the encoder's choice) or inverted.
 fn unhittable(b: &Bounds) -> bool {
     b.0.iter().chain(b.1.iter()).any(|c| c.is_nan()) || is_empty(b)
+}
+
+fn intersect(a: &Bounds, b: &Bounds) -> Bounds {
+    (
+        std::array::from_fn(|i| a.0[i].max(b.0[i])),
+        std::array::from_fn(|i| a.1[i].min(b.1[i])),
+    )
+}
+
+/// With spatial splits, the part of a triangle below a box is bounded by the children's
+/// (possibly FP16-rounded) slot boxes, not by exact geometry: allow a relative 2^-10 of the
+/// box's extent (more than FP16 rounding) around the box.
+fn widen(b: &Bounds) -> Bounds {
+    let pad: [f32; 3] = std::array::from_fn(|i| {
+        (b.1[i] - b.0[i]).abs().max(b.0[i].abs()).max(b.1[i].abs()) / 1024.0
+    });
+    (
+        std::array::from_fn(|i| b.0[i] - pad[i]),
+        std::array::from_fn(|i| b.1[i] + pad[i]),
+    )
 }
 
 fn contains(outer: &Bounds, inner: &Bounds) -> bool {
@@ -226,7 +252,27 @@ impl Walker<'_> {
                     }
                 }
             };
-            if !contains(slot_box, &exact) {
+            let exact = if self.image.spatial_splits && cty.triangle_index().is_some() {
+                // A split reference's box covers only part of its triangle: it must overlap
+                // the triangle, and the part it covers is what its ancestors must contain.
+                let part = intersect(slot_box, &exact);
+                if is_empty(&part) {
+                    self.error(
+                        Some(at),
+                        Some(i),
+                        "box does not overlap its (split) triangle".into(),
+                    );
+                }
+                part
+            } else {
+                exact
+            };
+            let ok = if self.image.spatial_splits && !cty.triangle_index().is_some() {
+                contains(&widen(slot_box), &exact)
+            } else {
+                contains(slot_box, &exact)
+            };
+            if !ok {
                 self.error(
                     Some(at),
                     Some(i),
