@@ -32,8 +32,10 @@ pub const C_TRI: f32 = 1.0;
 pub struct PrimRef {
     pub min: Vec3A,
     pub max: Vec3A,
-    /// Primitive id in the mesh.
+    /// Primitive id in the mesh (or cluster index with leaf chains).
     pub prim: u32,
+    /// Triangles tested when this reference is reached (1, or the cluster size).
+    pub triangles: u32,
 }
 
 /// A binary node. `count == 1`: leaf holding reference `first`; `count == 0`: inner node with
@@ -114,7 +116,7 @@ fn build_rec(
     let m = refs.len();
     debug_assert_eq!(nodes.len(), 2 * m - 1);
     if m == 1 {
-        let c = C_TRI * half_area(min, max);
+        let c = C_TRI * refs[0].triangles as f32 * half_area(min, max);
         nodes[0] = Node2 {
             min,
             max,

@@ -36,6 +36,7 @@
 //!   one per triangle slot for triangles.
 
 pub mod build;
+pub mod cluster;
 pub mod collapse;
 pub mod encode;
 pub mod mesh;
@@ -95,12 +96,21 @@ pub struct BuildOptions {
     pub box_grow_ulps: u8,
     /// Descriptor box sorting.
     pub box_sort: bool,
+    /// Leaf chains (only with `triangles_per_node` 2 or 4): triangles are first grouped into
+    /// fan clusters ([`cluster`]) stored in slots `0..n` of one triangle node, and a single
+    /// box child slot points at the cluster with `type = n - 1`, meaning "triangles n-1 down
+    /// to 0 of this node" (the generalisation of GPURT's triangle pairs). Traversals issue
+    /// the instruction once per triangle of the chain: see [`BvhImage::leaf_triangles`].
+    /// Off by default: then every pointer names exactly one triangle. Spatial splits are
+    /// ignored with leaf chains.
+    pub leaf_chains: bool,
 }
 
 impl Default for BuildOptions {
     /// Mixed boxes (FP16 where the area grows at most 5 %, as drivers do for BLASes), two
     /// triangles per node (the console driver's choice), return mode 1 (barycentrics, as the
-    /// Xbox DXR runtime), depth-first, no spatial splits, no box growth, sorting on.
+    /// Xbox DXR runtime), depth-first, no spatial splits, no box growth, sorting on, no leaf
+    /// chains (one pointer, one triangle).
     fn default() -> Self {
         BuildOptions {
             box_format: BoxFormat::Mixed {
@@ -112,6 +122,7 @@ impl Default for BuildOptions {
             spatial_splits: false,
             box_grow_ulps: 0,
             box_sort: true,
+            leaf_chains: false,
         }
     }
 }
@@ -152,6 +163,7 @@ pub fn build(mesh: &Mesh, options: &BuildOptions) -> Result<BuiltBvh> {
     }
     mesh.check_indices()?;
     let start = Instant::now();
+    let chains = options.leaf_chains && options.triangles_per_node > 1;
     let mut refs: Vec<PrimRef> = (0..mesh.len() as u32)
         .into_par_iter()
         .filter_map(|prim| {
@@ -162,6 +174,7 @@ pub fn build(mesh: &Mesh, options: &BuildOptions) -> Result<BuiltBvh> {
                     min: a.min(b).min(c),
                     max: a.max(b).max(c),
                     prim,
+                    triangles: 1,
                 })
             } else {
                 None
@@ -169,7 +182,30 @@ pub fn build(mesh: &Mesh, options: &BuildOptions) -> Result<BuiltBvh> {
         })
         .collect();
     let dropped_nan_triangles = mesh.len() - refs.len();
-    if options.spatial_splits {
+    let mut clusters = Vec::new();
+    if chains {
+        let prims: Vec<u32> = refs.iter().map(|r| r.prim).collect();
+        clusters = cluster::fan_clusters(mesh, &prims, options.triangles_per_node);
+        refs = clusters
+            .par_iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let (mut min, mut max) = (Vec3A::INFINITY, Vec3A::NEG_INFINITY);
+                for &(p, _) in &c.tris[..c.count as usize] {
+                    for v in mesh.triangle(p) {
+                        min = min.min(Vec3A::from(v));
+                        max = max.max(Vec3A::from(v));
+                    }
+                }
+                PrimRef {
+                    min,
+                    max,
+                    prim: i as u32,
+                    triangles: c.count as u32,
+                }
+            })
+            .collect();
+    } else if options.spatial_splits {
         refs = split::presplit(mesh, refs);
     }
     let references = refs.len();
@@ -181,7 +217,7 @@ pub fn build(mesh: &Mesh, options: &BuildOptions) -> Result<BuiltBvh> {
     };
     let build_seconds = start.elapsed().as_secs_f64();
     let start = Instant::now();
-    let (image, metrics) = encode::encode(&tree, mesh, options)?;
+    let (image, metrics) = encode::encode(&tree, mesh, options, chains.then_some(&clusters[..]))?;
     let encode_seconds = start.elapsed().as_secs_f64();
     Ok(BuiltBvh {
         image,

@@ -64,13 +64,22 @@ pub fn closest_hit_scalar(image: &BvhImage, mesh: &Mesh, ray: &Ray) -> Hit {
                 }
             }
         } else if ty.triangle_index().is_some() {
-            if mode == TriangleReturnMode::TriangleId && r.dwords[3] == 0 {
-                continue;
-            }
-            let prim = image.primitive_id(pointer, &r.dwords);
-            if let Some(hit) = accept(&r.dwords, mode, ray, best_t, &best, prim, mesh) {
-                best = hit;
-                best_t = hit.t;
+            // One instruction per triangle the pointer stands for (a leaf chain: k..0).
+            for tri in image.leaf_triangles(pointer) {
+                let r = if tri == pointer {
+                    r
+                } else {
+                    image_bvh_intersect_ray(image.bytes.as_slice(), &image.descriptor, tri, &regs)
+                };
+                if mode == TriangleReturnMode::TriangleId && r.dwords[3] == 0 {
+                    continue;
+                }
+                let prim = image.primitive_id(tri, &r.dwords);
+                if let Some(hit) = accept(&r.dwords, mode, ray, best_t, &best, prim, mesh) {
+                    best = hit;
+                    best_t = hit.t;
+                    regs.extent = best_t;
+                }
             }
         }
     }

@@ -99,6 +99,7 @@ fn split_into(tri: &[Vec3A; 3], r: PrimRef, threshold: f32, level: u32, out: &mu
                 min: (cmin - pad).max(lo),
                 max: (cmax + pad).min(hi),
                 prim: r.prim,
+                triangles: r.triangles,
             };
             split_into(tri, piece, threshold, level + 1, out);
         }

@@ -246,10 +246,20 @@ impl Walker<'_> {
                     if !self.claim(at, i, block, cty) {
                         continue;
                     }
-                    match self.visit_triangle(at, i, pointer, child) {
-                        Some(b) => b,
-                        None => continue,
+                    // A leaf chain stands for several triangles of the node.
+                    let mut b = EMPTY_BOUNDS;
+                    let mut any = false;
+                    let tris: Vec<u32> = self.image.leaf_triangles(child).collect();
+                    for tri in tris {
+                        if let Some(tb) = self.visit_triangle(at, i, pointer, tri) {
+                            union(&mut b, &tb);
+                            any = true;
+                        }
                     }
+                    if !any {
+                        continue;
+                    }
+                    b
                 }
             };
             let exact = if self.image.spatial_splits && cty.triangle_index().is_some() {

@@ -137,7 +137,8 @@ pub fn random_rays(rng: &mut Rng, mesh: &Mesh, n: usize) -> Vec<Ray> {
         .collect()
 }
 
-/// Every combination of encoder options (box format x tris per node x mode x order x splits).
+/// Every combination of encoder options (box format x tris per node x mode x order x
+/// {plain, spatial splits, leaf chains}).
 pub fn all_options() -> Vec<BuildOptions> {
     let mut out = Vec::new();
     for box_format in [
@@ -153,13 +154,19 @@ pub fn all_options() -> Vec<BuildOptions> {
                 TriangleReturnMode::Barycentrics,
             ] {
                 for node_order in [NodeOrder::DepthFirst, NodeOrder::BreadthFirst] {
-                    for spatial_splits in [false, true] {
+                    for (spatial_splits, leaf_chains) in
+                        [(false, false), (true, false), (false, true)]
+                    {
+                        if leaf_chains && triangles_per_node == 1 {
+                            continue;
+                        }
                         out.push(BuildOptions {
                             box_format,
                             triangles_per_node,
                             return_mode,
                             node_order,
                             spatial_splits,
+                            leaf_chains,
                             ..BuildOptions::default()
                         });
                     }
