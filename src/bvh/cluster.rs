@@ -10,8 +10,6 @@
 //! longest run through it over its three possible centres.
 
 use super::Mesh;
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 
 /// A cluster: `count` triangles, slot k holding `(prim, r)`: mesh vertex j of `prim` is
 /// stored at node vertex `TRIANGLE_VERTICES[k][(j + r) % 3]`.
@@ -21,58 +19,54 @@ pub struct Cluster {
     pub count: u8,
 }
 
-/// Multiply-xorshift hasher for integer keys (deterministic, fast).
-#[derive(Default)]
-struct IntHasher(u64);
-
-impl Hasher for IntHasher {
-    fn finish(&self) -> u64 {
-        let x = self.0.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        x ^ (x >> 29)
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 ^ b as u64).wrapping_mul(0x100_0000_01B3);
-        }
-    }
-    fn write_u32(&mut self, i: u32) {
-        self.0 = (self.0 ^ i as u64)
-            .wrapping_mul(0x9E37_79B9_7F4A_7C15)
-            .rotate_left(17);
-    }
-    fn write_u64(&mut self, i: u64) {
-        self.0 = (self.0 ^ i)
-            .wrapping_mul(0x9E37_79B9_7F4A_7C15)
-            .rotate_left(17);
-    }
-}
-
-type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<IntHasher>>;
-
 /// Clusters the triangles `prims` (finite ones, in file order) into runs of at most
 /// `max_per_node` (2 or 4; with 4 an open fan gives at most 3).
 pub fn fan_clusters(mesh: &Mesh, prims: &[u32], max_per_node: u8) -> Vec<Cluster> {
-    // Vertex ids by exact position bits.
-    let mut ids: FastMap<[u32; 3], u32> = FastMap::default();
-    ids.reserve(mesh.positions.len());
-    let canon: Vec<u32> = mesh
-        .positions
+    // Vertex ids by exact position bits (sort, then number the distinct keys).
+    let bits: Vec<[u32; 3]> = mesh.positions.iter().map(|p| p.map(f32::to_bits)).collect();
+    let mut order: Vec<u32> = (0..bits.len() as u32).collect();
+    order.sort_unstable_by_key(|&i| bits[i as usize]);
+    let mut canon = vec![0u32; bits.len()];
+    let mut ids = 0u32;
+    for (n, &i) in order.iter().enumerate() {
+        if n > 0 && bits[order[n - 1] as usize] != bits[i as usize] {
+            ids += 1;
+        }
+        canon[i as usize] = ids;
+    }
+    let vertex_count = if bits.is_empty() { 0 } else { ids as usize + 1 };
+    let tvs: Vec<[u32; 3]> = mesh
+        .indices
         .iter()
-        .map(|p| {
-            let n = ids.len() as u32;
-            *ids.entry(p.map(f32::to_bits)).or_insert(n)
-        })
+        .map(|t| t.map(|i| canon[i as usize]))
         .collect();
-    let tv = |prim: u32| mesh.indices[prim as usize].map(|i| canon[i as usize]);
-    let key = |a: u32, b: u32| (a as u64) << 32 | b as u64;
-    let mut edges: FastMap<u64, u32> = FastMap::default();
-    edges.reserve(3 * prims.len());
+    let tv = |prim: u32| tvs[prim as usize];
+    // Triangles around each vertex (compressed rows).
+    let mut start = vec![0u32; vertex_count + 1];
     for &p in prims {
-        let v = tv(p);
-        for j in 0..3 {
-            edges.entry(key(v[j], v[(j + 1) % 3])).or_insert(p);
+        for v in tv(p) {
+            start[v as usize + 1] += 1;
         }
     }
+    for v in 0..vertex_count {
+        start[v + 1] += start[v];
+    }
+    let mut fill = start.clone();
+    let mut around = vec![0u32; start[vertex_count] as usize];
+    for &p in prims {
+        for v in tv(p) {
+            around[fill[v as usize] as usize] = p;
+            fill[v as usize] += 1;
+        }
+    }
+    // The first triangle (in file order) with the directed edge a -> b.
+    let edge = |a: u32, b: u32| -> Option<u32> {
+        let (lo, hi) = (start[a as usize] as usize, start[a as usize + 1] as usize);
+        around[lo..hi].iter().copied().find(|&p| {
+            let v = tv(p);
+            (0..3).any(|j| v[j] == a && v[(j + 1) % 3] == b)
+        })
+    };
     let mut clustered = vec![false; mesh.len()];
     let mut out = Vec::with_capacity(prims.len() / 2 + 1);
     let max_open = max_per_node.min(3) as usize;
@@ -103,7 +97,7 @@ pub fn fan_clusters(mesh: &Mesh, prims: &[u32], max_per_node: u8) -> Vec<Cluster
             let mut forward = [(0u32, 0u8); 3];
             let mut nf = 0;
             while nf < 3 {
-                let Some(&n) = edges.get(&key(c, far)) else {
+                let Some(n) = edge(c, far) else {
                     break;
                 };
                 if clustered[n as usize] || n == t || forward[..nf].iter().any(|f| f.0 == n) {
@@ -127,7 +121,7 @@ pub fn fan_clusters(mesh: &Mesh, prims: &[u32], max_per_node: u8) -> Vec<Cluster
             let mut nb = 0;
             let mut near = x0;
             while nb < 2 {
-                let Some(&n) = edges.get(&key(near, c)) else {
+                let Some(n) = edge(near, c) else {
                     break;
                 };
                 if clustered[n as usize]

@@ -6,6 +6,9 @@
 //! parents) and measure the result ([`Metrics`]). The layout rules are in the module docs of
 //! [`crate::bvh`].
 
+// Slot loops index several parallel per-slot arrays at once; ranges read better here.
+#![allow(clippy::needless_range_loop)]
+
 use super::build::{half_area, C_BOX, C_TRI};
 use super::cluster::Cluster;
 use super::collapse::{Slot, Tree4};

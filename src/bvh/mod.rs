@@ -154,7 +154,7 @@ pub fn build(mesh: &Mesh, options: &BuildOptions) -> Result<BuiltBvh> {
         ));
     }
     if let BoxFormat::Mixed { max_area_growth } = options.box_format {
-        if !(max_area_growth >= 0.0) {
+        if max_area_growth.is_nan() || max_area_growth < 0.0 {
             return Err(Error::field(
                 "max_area_growth",
                 format!("is {max_area_growth}, must be >= 0"),

@@ -44,7 +44,8 @@ pub fn ray_registers(ray: &Ray) -> RayRegisters {
 /// Closest hit by a stack traversal of `image` (built from `mesh`), one instruction per node.
 pub fn closest_hit_scalar(image: &BvhImage, mesh: &Mesh, ray: &Ray) -> Hit {
     let mut best = Hit::MISS;
-    if !(ray.tmin <= ray.tmax) {
+    // Also rejects NaN bounds.
+    if ray.tmin.partial_cmp(&ray.tmax).is_none_or(|o| o.is_gt()) {
         return best;
     }
     let mut best_t = ray.tmax;
@@ -92,7 +93,7 @@ pub fn closest_hit_scalar(image: &BvhImage, mesh: &Mesh, ray: &Ray) -> Hit {
 /// them).
 pub fn closest_hit_brute_force(mesh: &Mesh, ray: &Ray, mode: TriangleReturnMode) -> Hit {
     let mut best = Hit::MISS;
-    if !(ray.tmin <= ray.tmax) {
+    if ray.tmin.partial_cmp(&ray.tmax).is_none_or(|o| o.is_gt()) {
         return best;
     }
     let descriptor = BvhDescriptor {

@@ -44,7 +44,7 @@ pub fn presplit(mesh: &Mesh, refs: Vec<PrimRef>) -> Vec<PrimRef> {
         }
         threshold *= 2.0;
     }
-    if !(threshold > 0.0) {
+    if threshold.is_nan() || threshold <= 0.0 {
         return refs;
     }
     let mut out = Vec::with_capacity(refs.len() + budget);

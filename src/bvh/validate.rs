@@ -67,9 +67,9 @@ type Bounds = ([f32; 3], [f32; 3]);
 const EMPTY_BOUNDS: Bounds = ([f32::INFINITY; 3], [f32::NEG_INFINITY; 3]);
 
 fn grow(b: &mut Bounds, p: [f32; 3]) {
-    for a in 0..3 {
-        b.0[a] = b.0[a].min(p[a]);
-        b.1[a] = b.1[a].max(p[a]);
+    for (a, &c) in p.iter().enumerate() {
+        b.0[a] = b.0[a].min(c);
+        b.1[a] = b.1[a].max(c);
     }
 }
 
@@ -277,7 +277,7 @@ impl Walker<'_> {
             } else {
                 exact
             };
-            let ok = if self.image.spatial_splits && !cty.triangle_index().is_some() {
+            let ok = if self.image.spatial_splits && cty.triangle_index().is_none() {
                 contains(&widen(slot_box), &exact)
             } else {
                 contains(slot_box, &exact)
@@ -405,7 +405,7 @@ pub fn validate(image: &BvhImage, mesh: &Mesh) -> Vec<ValidationError> {
         errors: Vec::new(),
     };
     let d = &image.descriptor;
-    if image.bytes.len() % 64 != 0 || image.bytes.is_empty() {
+    if !image.bytes.len().is_multiple_of(64) || image.bytes.is_empty() {
         w.error(
             None,
             None,
