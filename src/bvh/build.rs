@@ -86,7 +86,7 @@ pub fn build_binary(refs: &mut [PrimRef]) -> Vec<Node2> {
         min = min.min(r.min);
         max = max.max(r.max);
     }
-    build_rec(refs, &mut nodes, 0, min, max, 0);
+    build_rec(refs, &mut nodes, 0, min, max, 0, None);
     nodes
 }
 
@@ -112,6 +112,7 @@ fn build_rec(
     min: Vec3A,
     max: Vec3A,
     depth: u32,
+    centroid_bounds: Option<(Vec3A, Vec3A)>,
 ) {
     let m = refs.len();
     debug_assert_eq!(nodes.len(), 2 * m - 1);
@@ -131,19 +132,20 @@ fn build_rec(
 
     if m <= SMALL_NODE {
         let (lmin, lmax, rmin, rmax, left_count) = small_split(refs);
-        finish_inner(
-            refs, nodes, base, min, max, depth, lmin, lmax, rmin, rmax, left_count,
-        );
+        let sides = [(lmin, lmax, None), (rmin, rmax, None)];
+        finish_inner(refs, nodes, base, min, max, depth, sides, left_count);
         return;
     }
 
     // Centroid bounds (centroids kept doubled: min + max).
-    let (mut cmin, mut cmax) = (Vec3A::INFINITY, Vec3A::NEG_INFINITY);
-    for r in refs.iter() {
-        let c = r.min + r.max;
-        cmin = cmin.min(c);
-        cmax = cmax.max(c);
-    }
+    // (Passed down from the parent's partition pass when it was binned.)
+    let (cmin, cmax) = centroid_bounds.unwrap_or_else(|| {
+        refs.iter()
+            .fold((Vec3A::INFINITY, Vec3A::NEG_INFINITY), |(lo, hi), r| {
+                let c = r.min + r.max;
+                (lo.min(c), hi.max(c))
+            })
+    });
     let extent = cmax - cmin;
 
     let binned = if depth < MAX_SAH_DEPTH {
@@ -151,15 +153,15 @@ fn build_rec(
     } else {
         None
     };
-    let (lmin, lmax, rmin, rmax, left_count) = match binned {
+    let (left_side, right_side, left_count) = match binned {
         Some((axis, bin, lmin, lmax, rmin, rmax)) => {
             let scale = BINS as f32 * 0.99999 / extent[axis];
             let lo = cmin[axis];
-            let left = partition(refs, |r| {
+            let (left, lc, rc) = partition(refs, |r| {
                 let b = (((r.min[axis] + r.max[axis]) - lo) * scale) as usize;
                 b.min(BINS - 1) <= bin
             });
-            (lmin, lmax, rmin, rmax, left)
+            ((lmin, lmax, Some(lc)), (rmin, rmax, Some(rc)), left)
         }
         None => {
             // All centroids coincide, or the tree is suspiciously deep: object median split on
@@ -183,13 +185,23 @@ fn build_rec(
             };
             let (lmin, lmax) = bounds(a);
             let (rmin, rmax) = bounds(b);
-            (lmin, lmax, rmin, rmax, half)
+            ((lmin, lmax, None), (rmin, rmax, None), half)
         }
     };
     finish_inner(
-        refs, nodes, base, min, max, depth, lmin, lmax, rmin, rmax, left_count,
+        refs,
+        nodes,
+        base,
+        min,
+        max,
+        depth,
+        [left_side, right_side],
+        left_count,
     );
 }
+
+/// Bounds and (if known) centroid bounds of one side of a split.
+type Side = (Vec3A, Vec3A, Option<(Vec3A, Vec3A)>);
 
 /// Recurses into the two sides of a split and computes this node's collapse costs.
 #[allow(clippy::too_many_arguments)]
@@ -200,12 +212,10 @@ fn finish_inner(
     min: Vec3A,
     max: Vec3A,
     depth: u32,
-    lmin: Vec3A,
-    lmax: Vec3A,
-    rmin: Vec3A,
-    rmax: Vec3A,
+    sides: [Side; 2],
     left_count: usize,
 ) {
+    let [(lmin, lmax, lc), (rmin, rmax, rc)] = sides;
     let m = refs.len();
     debug_assert!(left_count > 0 && left_count < m);
 
@@ -216,12 +226,30 @@ fn finish_inner(
     let (left_refs, right_refs) = refs.split_at_mut(left_count);
     if m >= PARALLEL_THRESHOLD {
         rayon::join(
-            || build_rec(left_refs, left_nodes, left_base, lmin, lmax, depth + 1),
-            || build_rec(right_refs, right_nodes, right_base, rmin, rmax, depth + 1),
+            || build_rec(left_refs, left_nodes, left_base, lmin, lmax, depth + 1, lc),
+            || {
+                build_rec(
+                    right_refs,
+                    right_nodes,
+                    right_base,
+                    rmin,
+                    rmax,
+                    depth + 1,
+                    rc,
+                )
+            },
         );
     } else {
-        build_rec(left_refs, left_nodes, left_base, lmin, lmax, depth + 1);
-        build_rec(right_refs, right_nodes, right_base, rmin, rmax, depth + 1);
+        build_rec(left_refs, left_nodes, left_base, lmin, lmax, depth + 1, lc);
+        build_rec(
+            right_refs,
+            right_nodes,
+            right_base,
+            rmin,
+            rmax,
+            depth + 1,
+            rc,
+        );
     }
 
     // Collapse costs (semantics in `Node2::cost`).
@@ -388,20 +416,40 @@ fn sort_on_axis(refs: &mut [PrimRef], axis: usize) {
     }
 }
 
-/// Moves the references for which `left` holds to the front; returns how many there are.
-fn partition(refs: &mut [PrimRef], left: impl Fn(&PrimRef) -> bool) -> usize {
+/// Moves the references for which `left` holds to the front; returns how many there are
+/// and the (doubled) centroid bounds of both sides, gathered in the same pass.
+#[allow(clippy::type_complexity)]
+fn partition(
+    refs: &mut [PrimRef],
+    left: impl Fn(&PrimRef) -> bool,
+) -> (usize, (Vec3A, Vec3A), (Vec3A, Vec3A)) {
+    let (mut lmin, mut lmax) = (Vec3A::INFINITY, Vec3A::NEG_INFINITY);
+    let (mut rmin, mut rmax) = (Vec3A::INFINITY, Vec3A::NEG_INFINITY);
     let (mut i, mut j) = (0usize, refs.len());
     loop {
         while i < j && left(&refs[i]) {
+            let c = refs[i].min + refs[i].max;
+            lmin = lmin.min(c);
+            lmax = lmax.max(c);
             i += 1;
         }
         while i < j && !left(&refs[j - 1]) {
+            let c = refs[j - 1].min + refs[j - 1].max;
+            rmin = rmin.min(c);
+            rmax = rmax.max(c);
             j -= 1;
         }
         if i >= j {
-            return i;
+            return (i, (lmin, lmax), (rmin, rmax));
         }
+        // refs[i] goes right, refs[j - 1] goes left.
         refs.swap(i, j - 1);
+        let c = refs[i].min + refs[i].max;
+        lmin = lmin.min(c);
+        lmax = lmax.max(c);
+        let c = refs[j - 1].min + refs[j - 1].max;
+        rmin = rmin.min(c);
+        rmax = rmax.max(c);
         i += 1;
         j -= 1;
     }

@@ -25,6 +25,11 @@
 //!   connectivity (tri0 V0 V1 V2, tri1 V1 V3 V2, tri2 V2 V3 V4, tri3 V2 V4 V0), storing each
 //!   triangle as a rotation of the mesh's own vertex order (never a reflection: the sign of
 //!   `t_denom` keeps the mesh's winding). Vertices no triangle uses are NaN.
+//! - With [`BuildOptions::leaf_chains`] a box slot instead points at a whole fan cluster
+//!   stored in slots `0..n` of one triangle node, with `type = n - 1` meaning "triangles
+//!   n-1 down to 0" (GPURT's triangle-pair convention, generalised to four); traversals expand
+//!   such a pointer with [`BvhImage::leaf_triangles`]. This is what brings FP16 images with 4
+//!   triangles per node under 40 bytes per triangle (one box slot per node, not per triangle).
 //! - Empty child slots: pointer `0xFFFFFFFF` and NaN bounds (which always miss,
 //!   `semantics.md` 5.4), never a hittable box with an INVALID pointer.
 //! - Mode 0: word@60 of the `o`-th triangle node (in packing order) is `4 * o`, so the
@@ -138,7 +143,8 @@ pub struct BuiltBvh {
     pub encode_seconds: f64,
     /// Triangles left out because a vertex is NaN or infinite.
     pub dropped_nan_triangles: usize,
-    /// Triangle references after spatial splits (= triangles built without splits).
+    /// References the binary tree was built over: triangles (minus dropped ones), more with
+    /// spatial splits, or clusters with leaf chains.
     pub references: usize,
 }
 
