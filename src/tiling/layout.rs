@@ -590,6 +590,9 @@ impl Layout {
     #[inline]
     fn slice_base(&self, mip: usize, slice: u32) -> (u64, u64) {
         let m = &self.mips[mip];
+        if slice == 0 {
+            return (m.macro_block_offset, 0);
+        }
         if self.desc.mode == SwizzleMode::Linear {
             return (slice as u64 * self.slice_size + m.macro_block_offset, 0);
         }
