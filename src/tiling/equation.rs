@@ -8,8 +8,8 @@ pub const MAX_BITS: usize = 20;
 
 /// One swizzle equation over `num_bits` address bits.
 ///
-/// Address bit i = parity(x & x_mask[i]) ^ parity(y & y_mask[i]) ^ parity(z & z_mask[i]) ^
-/// parity(byte & b_mask[i]), with x, y in elements and z the slice or depth index.
+/// Address bit `i` = `parity(x & x_mask[i]) ^ parity(y & y_mask[i]) ^ parity(z & z_mask[i]) ^
+/// parity(byte & b_mask[i])`, with x, y in elements and z the slice or depth index.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Equation {
     pub num_bits: u32,

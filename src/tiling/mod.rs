@@ -6,7 +6,7 @@
 //!   per-level offsets), texel addressing both ways, whole-image swizzle and unswizzle.
 //! - [`SwizzledTexture`]: an RGBA8 texture with a full mip chain stored swizzled, sampled
 //!   through the addressing (the renderer's entry point).
-//! - [`reference`]: runs the reference-vector files of `../shared/data/tiling/`.
+//! - [`reference`](mod@reference): runs the reference-vector files of `../shared/data/tiling/`.
 //!
 //! ```
 //! use wavetrace::tiling::{Console, Format, Layout, SurfaceDesc, SwizzleMode};
