@@ -517,6 +517,11 @@ impl Layout {
         }
     }
 
+    /// The address-bit equation in use (`None` for LINEAR, or when addrlib has none).
+    pub fn equation(&self) -> Option<&Equation> {
+        self.equation.as_ref()
+    }
+
     /// True when texel addressing is available (addrlib has no equation for 3D 64KB_D_X at
     /// 8 and 16 bytes per element).
     pub fn can_address(&self) -> bool {
@@ -844,6 +849,7 @@ impl Layout {
     /// Swizzles a packed linear image ([`Layout::linear_size`] bytes) into a surface of
     /// [`Layout::total_size`] bytes (padding zero).
     pub fn swizzle(&self, linear: &[u8]) -> Result<Vec<u8>> {
+        self.check_sizes(linear.len(), self.total_size as usize)?;
         let mut out = vec![0u8; self.total_size as usize];
         self.swizzle_into(linear, &mut out)?;
         Ok(out)
@@ -858,6 +864,7 @@ impl Layout {
 
     /// Unswizzles a surface back to the packed linear image.
     pub fn unswizzle(&self, surface: &[u8]) -> Result<Vec<u8>> {
+        self.check_sizes(self.linear_size() as usize, surface.len())?;
         let mut out = vec![0u8; self.linear_size() as usize];
         self.unswizzle_into(surface, &mut out)?;
         Ok(out)
