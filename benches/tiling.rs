@@ -3,7 +3,7 @@
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
 use std::time::Instant;
-use wavetrace::tiling::{Console, Format, Layout, SurfaceDesc, SwizzleMode};
+use wavetrace::tiling::{Console, Format, Layout, SurfaceDesc, SwizzleMode, SwizzledTexture};
 
 fn bench(c: &mut Criterion) {
     let (w, h) = (4096, 4096);
@@ -62,6 +62,30 @@ fn bench(c: &mut Criterion) {
             t_cpy / t_uns
         ));
     }
+    // Texel fetch through the swizzled addressing (the renderer's path).
+    let texels: Vec<u8> = (0..(w * h * 4) as usize).map(|i| (i * 7) as u8).collect();
+    let tex =
+        SwizzledTexture::from_rgba8(w, h, &texels, SwizzleMode::Sw4KbS, Console::SeriesX).unwrap();
+    assert_eq!(
+        tex.fetch_rgba8(123, 456, 0),
+        texels[(456 * 4096 + 123) * 4..][..4]
+    );
+    let fetches = 1u64 << 20;
+    group.throughput(Throughput::Elements(fetches));
+    group.bench_function("fetch_rgba8_4KB_S_random", |b| {
+        b.iter(|| {
+            let mut s = 0x9e37_79b9u32;
+            let mut acc = 0u32;
+            for _ in 0..fetches {
+                s ^= s << 13;
+                s ^= s >> 17;
+                s ^= s << 5;
+                let t = tex.fetch_rgba8(s & 4095, (s >> 12) & 4095, (s >> 24) % 13);
+                acc = acc.wrapping_add(u32::from_le_bytes(t));
+            }
+            black_box(acc)
+        })
+    });
     group.finish();
     for line in report {
         println!("{line}");

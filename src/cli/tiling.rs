@@ -53,6 +53,9 @@ struct SurfaceArgs {
     /// Array size (2D arrays; cube maps use 6n).
     #[arg(long, conflicts_with = "depth")]
     array: Option<u32>,
+    /// Cube map (array): N cubes = 6N array slices.
+    #[arg(long, conflicts_with_all = ["depth", "array"])]
+    cube: Option<u32>,
     /// Depth: makes a 3D (volume) texture.
     #[arg(long)]
     depth: Option<u32>,
@@ -139,10 +142,20 @@ fn describe(a: &SurfaceArgs, png: Option<(u32, u32)>) -> Result<(SurfaceDesc, Co
         (None, Some((w, h))) => (w, Some(h)),
         (None, None) => return Err(Error::field("--size", "required for raw files")),
     };
+    let array = match a.cube {
+        Some(c) => c
+            .checked_mul(6)
+            .filter(|&n| n > 0)
+            .ok_or_else(|| Error::field("--cube", "must be 1 or more cubes"))?,
+        None => a.array.unwrap_or(1),
+    };
     let (dim, h, n) = match (h, a.depth) {
         (_, Some(d)) => (Dimension::D3, h.unwrap_or(1), d),
-        (Some(h), None) => (Dimension::D2, h, a.array.unwrap_or(1)),
-        (None, None) => (Dimension::D1, 1, a.array.unwrap_or(1)),
+        (Some(h), None) => (Dimension::D2, h, array),
+        (None, None) if a.cube.is_some() => {
+            return Err(Error::field("--size", "a cube map needs WxH"))
+        }
+        (None, None) => (Dimension::D1, 1, array),
     };
     let depth = if dim == Dimension::D3 { n } else { 1 };
     let mips = if a.mips == 0 {
