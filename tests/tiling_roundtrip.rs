@@ -70,6 +70,13 @@ fn unswizzle_of_swizzle_is_identity_for_every_valid_mode() {
             let linear = pattern(layout.linear_size() as usize, checked as u64 + 7);
             let tiled = layout.swizzle(&linear).unwrap();
             assert_eq!(tiled.len() as u64, layout.total_size);
+            // The parallel, run-copying swizzle equals the element-by-element scalar twin.
+            assert!(
+                tiled == layout.swizzle_reference(&linear).unwrap(),
+                "{:?} on {:?}: parallel swizzle differs from the scalar reference",
+                desc,
+                console
+            );
             let back = layout.unswizzle(&tiled).unwrap();
             assert!(
                 back == linear,
