@@ -56,7 +56,7 @@ fn pattern(n: usize, seed: u64) -> Vec<u8> {
 #[test]
 fn unswizzle_of_swizzle_is_identity_for_every_valid_mode() {
     let mut checked = 0;
-    for console in [Console::SeriesX, Console::SeriesS] {
+    for console in [Console::SeriesX, Console::SeriesS, Console::Navi21] {
         for desc in cases() {
             let layout = Layout::new(&desc, console).unwrap();
             if !layout.can_address() {
@@ -92,7 +92,7 @@ fn unswizzle_of_swizzle_is_identity_for_every_valid_mode() {
 
 #[test]
 fn offsets_are_distinct_inside_the_resource_and_invert() {
-    for console in [Console::SeriesX, Console::SeriesS] {
+    for console in [Console::SeriesX, Console::SeriesS, Console::Navi21] {
         for desc in cases() {
             let layout = Layout::new(&desc, console).unwrap();
             if !layout.can_address() {

@@ -65,7 +65,8 @@ struct SurfaceArgs {
     /// Swizzle mode by AMD name (4KB_S, 64KB_R_X, LINEAR...) or enumerant.
     #[arg(long)]
     mode: String,
-    /// Console configuration for _X, _T and VAR modes.
+    /// Console configuration for _X, _T and VAR modes: series-x, series-s (or navi21, the PC
+    /// reference configuration).
     #[arg(long, default_value = "series-x")]
     console: String,
 }

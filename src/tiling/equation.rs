@@ -1,7 +1,7 @@
 //! Address-bit equations: evaluation, per-coordinate lookup columns and the GF(2) inverse.
 
 use super::mode::{BlockSize, Console, PipeXor, SwizzleMode};
-use super::patterns::{PatternRow, NON_XOR, SERIES_S_XOR, SERIES_X_XOR};
+use super::patterns::{PatternRow, NAVI21_XOR, NON_XOR, SERIES_S_XOR, SERIES_X_XOR};
 
 /// Maximum address bits of a block (VAR on Series X is 2^19 bytes).
 pub const MAX_BITS: usize = 20;
@@ -63,6 +63,7 @@ impl Equation {
                 match console {
                     Console::SeriesX => SERIES_X_XOR,
                     Console::SeriesS => SERIES_S_XOR,
+                    Console::Navi21 => NAVI21_XOR,
                 }
             };
         table

@@ -210,6 +210,9 @@ pub enum Console {
     SeriesX,
     /// XBOX Series S ("Lockhart"): 8 pipes, 4 packers, VAR block 128 KiB.
     SeriesS,
+    /// Not a console: AMD Navi 21 (PC RDNA2; 16 pipes, 16 packers, VAR block 256 KiB), the
+    /// public configuration, to check the tables against PC data.
+    Navi21,
 }
 
 impl Console {
@@ -218,6 +221,7 @@ impl Console {
         match self {
             Console::SeriesX => 5,
             Console::SeriesS => 3,
+            Console::Navi21 => 4,
         }
     }
 
@@ -226,6 +230,7 @@ impl Console {
         match self {
             Console::SeriesX => 3,
             Console::SeriesS => 2,
+            Console::Navi21 => 4,
         }
     }
 
@@ -239,6 +244,7 @@ impl Console {
         match self {
             Console::SeriesX => "series-x",
             Console::SeriesS => "series-s",
+            Console::Navi21 => "navi21",
         }
     }
 
@@ -249,9 +255,10 @@ impl Console {
                 Ok(Console::SeriesX)
             }
             "series-s" | "seriess" | "s" | "lockhart" | "lockhart-hyp" => Ok(Console::SeriesS),
+            "navi21" | "navi-21" => Ok(Console::Navi21),
             _ => Err(Error::field(
                 "console",
-                format!("unknown console '{name}' (expected series-x or series-s)"),
+                format!("unknown console '{name}' (expected series-x, series-s or navi21)"),
             )),
         }
     }
@@ -261,11 +268,12 @@ impl Console {
         match (pipes, packers) {
             (32, 8) => Ok(Console::SeriesX),
             (8, 4) => Ok(Console::SeriesS),
+            (16, 16) => Ok(Console::Navi21),
             _ => Err(Error::field(
                 "configuration",
                 format!(
                     "no pattern tables for {pipes} pipes / {packers} packers \
-                     (known: 32/8 Series X, 8/4 Series S)"
+                     (known: 32/8 Series X, 8/4 Series S, 16/16 Navi 21)"
                 ),
             )),
         }
