@@ -433,7 +433,8 @@ impl Format {
 ///
 /// Valid on GFX10.3 (2D): LINEAR, 256B_S/D, 4KB_S/D, 4KB_S_X/D_X, 64KB_S/D, 64KB_S_T/D_T,
 /// 64KB_Z_X/S_X/D_X/R_X, VAR_Z_X, VAR_R_X. 3D excludes the 256B and display modes except
-/// 64KB_D_X; 1D is LINEAR only; Z modes take no BC format and at most 8 bytes per element.
+/// 64KB_D_X; 1D takes LINEAR (what the driver uses) or the Z/R modes (addrlib's
+/// `Gfx10Rsrc1dSwModeMask`); Z modes take no BC format and at most 8 bytes per element.
 pub fn check_mode(mode: SwizzleMode, dim: Dimension, format: &Format) -> Result<()> {
     use SwizzleMode::*;
     let refuse = |why: &str| {
@@ -474,8 +475,8 @@ pub fn check_mode(mode: SwizzleMode, dim: Dimension, format: &Format) -> Result<
         return refuse("elements must be 1, 2, 4, 8 or 16 bytes");
     }
     match dim {
-        Dimension::D1 if mode != Linear => {
-            return refuse("1D textures are LINEAR only");
+        Dimension::D1 if !matches!(mode, Linear | Sw64KbZX | Sw64KbRX | VarZX | VarRX) => {
+            return refuse("1D textures take LINEAR (the default) or the Z/R pipe-XOR modes");
         }
         Dimension::D3
             if matches!(
