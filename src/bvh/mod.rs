@@ -1,4 +1,194 @@
-//! Hardware-agnostic BVH build (binned SAH, 4-wide collapse), quality metrics, the encoder
-//! that writes the hardware byte image, and a validator that reads it back.
+//! Hardware-agnostic BVH build (binned SAH, optional spatial splits, SAH-optimal 4-wide
+//! collapse), the encoder that writes the hardware byte image, quality metrics, a validator
+//! that reads the image back, and the scalar reference traversal.
 //!
-//! (Being written.)
+//! Pipeline (`STYLE.md` principle 2: build generic, encode late, validate back):
+//!
+//! ```text
+//! Mesh -> PrimRefs (NaN triangles dropped, optional pre-splits)
+//!      -> binary tree by binned SAH (build.rs, rayon, deterministic)
+//!      -> 4-wide tree, SAH-optimal collapse (collapse.rs)
+//!      -> hardware bytes + side tables (encode.rs, the only writer of node bytes)
+//!      -> validate(image, mesh) (validate.rs), metrics (metrics.rs)
+//! ```
+//!
+//! # Image layout
+//!
+//! - Node 0 (the root, always a box node) sits at byte 0 of [`BvhImage::bytes`]; the
+//!   descriptor has base 0 and `size = 64-byte blocks - 1`, so pointers are plain block
+//!   offsets. The root pointer is therefore `0x4` (FP16 root) or `0x5` (FP32 root).
+//! - Every triangle reference has its own child slot in a box node, with the triangle's own
+//!   box, and its pointer names the triangle inside a triangle node (`type = k`). A leaf with
+//!   several triangles is therefore several child slots; several slots (of one box node or of
+//!   neighbouring ones) point to the same triangle node with different `k`. There are no
+//!   chains. Triangles are packed into a node only when their vertices fit the fixed
+//!   connectivity (tri0 V0 V1 V2, tri1 V1 V3 V2, tri2 V2 V3 V4, tri3 V2 V4 V0), storing each
+//!   triangle as a rotation of the mesh's own vertex order (never a reflection: the sign of
+//!   `t_denom` keeps the mesh's winding). Vertices no triangle uses are NaN.
+//! - Empty child slots: pointer `0xFFFFFFFF` and NaN bounds (which always miss,
+//!   `semantics.md` 5.4), never a hittable box with an INVALID pointer.
+//! - Mode 0: word@60 of the `o`-th triangle node (in packing order) is `4 * o`, so the
+//!   returned id `word + k` indexes the side table [`BvhImage::slot_primitive`].
+//!   Mode 1: word@60 is the IJ control word that makes I and J the weights of the
+//!   triangle's second and third vertex in the mesh's order; the primitive id comes from the
+//!   same side table, found through the pointer.
+//! - Parent pointers are side tables (not in the image): one per 64-byte block for box nodes,
+//!   one per triangle slot for triangles.
+
+pub mod build;
+pub mod collapse;
+pub mod encode;
+pub mod mesh;
+pub mod metrics;
+pub mod query;
+pub mod split;
+pub mod validate;
+
+pub use encode::BvhImage;
+pub use mesh::Mesh;
+pub use metrics::Metrics;
+pub use query::{closest_hit_brute_force, closest_hit_scalar, ray_registers};
+pub use validate::{validate, ValidationError};
+
+use crate::error::{Error, Result};
+use crate::hw::TriangleReturnMode;
+use build::PrimRef;
+use glam::Vec3A;
+use rayon::prelude::*;
+use std::time::Instant;
+
+/// Which box node format the encoder writes.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum BoxFormat {
+    /// All box nodes FP32 (type 5, 128 bytes).
+    Fp32,
+    /// All box nodes FP16 (type 4, 64 bytes), min rounded toward -inf, max toward +inf.
+    Fp16,
+    /// FP16 where the summed surface area of the node's rounded child boxes exceeds the
+    /// exact one by at most `max_area_growth` (0.05 = 5 %), FP32 elsewhere.
+    Mixed { max_area_growth: f32 },
+}
+
+/// Order of the nodes in memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NodeOrder {
+    /// Pre-order: a box node, then the triangle nodes its slots open, then its box children's
+    /// subtrees in slot order.
+    DepthFirst,
+    /// Level by level; a box node's new triangle nodes follow it directly.
+    BreadthFirst,
+}
+
+/// Build and encoder options.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct BuildOptions {
+    pub box_format: BoxFormat,
+    /// Most triangles stored per triangle node: 1, 2 or 4.
+    pub triangles_per_node: u8,
+    /// Descriptor bit 120 and the meaning of word@60.
+    pub return_mode: TriangleReturnMode,
+    pub node_order: NodeOrder,
+    /// Split the references of large triangles before the build (early split clipping, see
+    /// [`split`]).
+    pub spatial_splits: bool,
+    /// Descriptor box grow (ULPs).
+    pub box_grow_ulps: u8,
+    /// Descriptor box sorting.
+    pub box_sort: bool,
+}
+
+impl Default for BuildOptions {
+    /// Mixed boxes (FP16 where the area grows at most 5 %, as drivers do for BLASes), two
+    /// triangles per node (the console driver's choice), return mode 1 (barycentrics, as the
+    /// Xbox DXR runtime), depth-first, no spatial splits, no box growth, sorting on.
+    fn default() -> Self {
+        BuildOptions {
+            box_format: BoxFormat::Mixed {
+                max_area_growth: 0.05,
+            },
+            triangles_per_node: 2,
+            return_mode: TriangleReturnMode::Barycentrics,
+            node_order: NodeOrder::DepthFirst,
+            spatial_splits: false,
+            box_grow_ulps: 0,
+            box_sort: true,
+        }
+    }
+}
+
+/// A built BVH: the image, its metrics and timings.
+#[derive(Clone, Debug)]
+pub struct BuiltBvh {
+    pub image: BvhImage,
+    pub metrics: Metrics,
+    /// Hardware-agnostic build (references, binary tree, collapse), seconds.
+    pub build_seconds: f64,
+    /// Encoding to bytes (packing, layout, side tables) and metrics, seconds.
+    pub encode_seconds: f64,
+    /// Triangles left out because a vertex is NaN or infinite.
+    pub dropped_nan_triangles: usize,
+    /// Triangle references after spatial splits (= triangles built without splits).
+    pub references: usize,
+}
+
+/// Builds and encodes `mesh`.
+///
+/// Errors: `triangles_per_node` not 1, 2 or 4; a negative or NaN mixed threshold; an index
+/// out of range; an image too large for 32-bit node pointers.
+pub fn build(mesh: &Mesh, options: &BuildOptions) -> Result<BuiltBvh> {
+    if !matches!(options.triangles_per_node, 1 | 2 | 4) {
+        return Err(Error::field(
+            "triangles_per_node",
+            format!("is {}, must be 1, 2 or 4", options.triangles_per_node),
+        ));
+    }
+    if let BoxFormat::Mixed { max_area_growth } = options.box_format {
+        if !(max_area_growth >= 0.0) {
+            return Err(Error::field(
+                "max_area_growth",
+                format!("is {max_area_growth}, must be >= 0"),
+            ));
+        }
+    }
+    mesh.check_indices()?;
+    let start = Instant::now();
+    let mut refs: Vec<PrimRef> = (0..mesh.len() as u32)
+        .into_par_iter()
+        .filter_map(|prim| {
+            let t = mesh.triangle(prim);
+            if t.iter().flatten().all(|c| c.is_finite()) {
+                let [a, b, c] = t.map(Vec3A::from);
+                Some(PrimRef {
+                    min: a.min(b).min(c),
+                    max: a.max(b).max(c),
+                    prim,
+                })
+            } else {
+                None
+            }
+        })
+        .collect();
+    let dropped_nan_triangles = mesh.len() - refs.len();
+    if options.spatial_splits {
+        refs = split::presplit(mesh, refs);
+    }
+    let references = refs.len();
+    let tree = if refs.is_empty() {
+        collapse::Tree4::empty()
+    } else {
+        let nodes = build::build_binary(&mut refs);
+        collapse::Tree4::collapse(&nodes)
+    };
+    let build_seconds = start.elapsed().as_secs_f64();
+    let start = Instant::now();
+    let (image, metrics) = encode::encode(&tree, mesh, options)?;
+    let encode_seconds = start.elapsed().as_secs_f64();
+    Ok(BuiltBvh {
+        image,
+        metrics,
+        build_seconds,
+        encode_seconds,
+        dropped_nan_triangles,
+        references,
+    })
+}

@@ -1,12 +1,185 @@
-//! `wavetrace bvh` (being written).
+//! `wavetrace bvh MESH`: build a BVH image, print build time, quality metrics and the
+//! validator's verdict (exit 1 if invalid); optionally dump the image.
 
-use wavetrace::Result;
+use clap::ValueEnum;
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Instant;
+use wavetrace::bvh::{self, BoxFormat, BuildOptions, Mesh, NodeOrder};
+use wavetrace::hw::TriangleReturnMode;
+use wavetrace::{Error, Result};
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum BoxArg {
+    Fp32,
+    Fp16,
+    Mixed,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum OrderArg {
+    Dfs,
+    Bfs,
+}
 
 #[derive(clap::Args)]
-pub struct BvhArgs {}
+pub struct BvhArgs {
+    /// Mesh to build (.obj or .obj.gz).
+    pub mesh: PathBuf,
+    /// Box node format.
+    #[arg(long = "box", value_enum, default_value = "mixed")]
+    pub box_format: BoxArg,
+    /// Mixed boxes: the largest relative growth of the child boxes' area for FP16.
+    #[arg(long, default_value_t = 0.05)]
+    pub max_area_growth: f32,
+    /// Most triangles per triangle node: 1, 2 or 4.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u8).range(1..=4))]
+    pub tris_per_node: u8,
+    /// Triangle return mode: 0 (ids) or 1 (barycentrics).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(0..=1))]
+    pub mode: u8,
+    /// Node order in memory.
+    #[arg(long, value_enum, default_value = "dfs")]
+    pub order: OrderArg,
+    /// Split the references of large triangles.
+    #[arg(long)]
+    pub splits: bool,
+    /// Descriptor box grow (ULPs).
+    #[arg(long, default_value_t = 0)]
+    pub grow: u8,
+    /// Worker threads (default: all cores).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Write the image bytes here (via a temporary file, then renamed).
+    #[arg(long)]
+    pub dump: Option<PathBuf>,
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
 
-pub fn run(_args: BvhArgs) -> Result<i32> {
-    Err(wavetrace::Error::Other(
-        "wavetrace bvh is not built yet".into(),
-    ))
+pub fn run(args: BvhArgs) -> Result<i32> {
+    let options = BuildOptions {
+        box_format: match args.box_format {
+            BoxArg::Fp32 => BoxFormat::Fp32,
+            BoxArg::Fp16 => BoxFormat::Fp16,
+            BoxArg::Mixed => BoxFormat::Mixed {
+                max_area_growth: args.max_area_growth,
+            },
+        },
+        triangles_per_node: args.tris_per_node,
+        return_mode: TriangleReturnMode::from_bit(args.mode as u32),
+        node_order: match args.order {
+            OrderArg::Dfs => NodeOrder::DepthFirst,
+            OrderArg::Bfs => NodeOrder::BreadthFirst,
+        },
+        spatial_splits: args.splits,
+        box_grow_ulps: args.grow,
+        box_sort: true,
+    };
+    let mut pool = rayon::ThreadPoolBuilder::new();
+    if let Some(n) = args.threads {
+        if n == 0 {
+            return Err(Error::field("--threads", "must be at least 1"));
+        }
+        pool = pool.num_threads(n);
+    }
+    let pool = pool
+        .build()
+        .map_err(|e| Error::Other(format!("cannot start the thread pool: {e}")))?;
+
+    let start = Instant::now();
+    let mesh = Mesh::load_obj(&args.mesh)?;
+    let load_seconds = start.elapsed().as_secs_f64();
+    let built = pool.install(|| bvh::build(&mesh, &options))?;
+    let start = Instant::now();
+    let errors = bvh::validate(&built.image, &mesh);
+    let validate_seconds = start.elapsed().as_secs_f64();
+
+    if let Some(path) = &args.dump {
+        write_atomically(path, &built.image.bytes)?;
+    }
+
+    let m = &built.metrics;
+    if args.json {
+        let value = serde_json::json!({
+            "mesh": args.mesh.display().to_string(),
+            "threads": pool.current_num_threads(),
+            "options": format!("{options:?}"),
+            "load_seconds": load_seconds,
+            "build_seconds": built.build_seconds,
+            "encode_seconds": built.encode_seconds,
+            "validate_seconds": validate_seconds,
+            "dropped_nan_triangles": built.dropped_nan_triangles,
+            "references": built.references,
+            "root": built.image.root,
+            "descriptor": built.image.descriptor.to_dwords(),
+            "metrics": m,
+            "valid": errors.is_empty(),
+            "errors": errors.iter().take(100).map(|e| e.to_string()).collect::<Vec<_>>(),
+        });
+        println!("{value}");
+    } else {
+        println!("mesh                {}", args.mesh.display());
+        println!("triangles           {}", m.triangles);
+        if built.dropped_nan_triangles > 0 {
+            println!(
+                "warning             {} triangles with NaN/infinite vertices dropped",
+                built.dropped_nan_triangles
+            );
+        }
+        println!("references          {}", built.references);
+        println!("threads             {}", pool.current_num_threads());
+        println!("options             {options:?}");
+        println!("load (parse) s      {load_seconds:.3}");
+        println!("build s             {:.3}", built.build_seconds);
+        println!("encode s            {:.3}", built.encode_seconds);
+        println!("validate s          {validate_seconds:.3}");
+        println!(
+            "SAH cost            {:.3} (C_box = 1, C_tri = 1)",
+            m.sah_cost
+        );
+        println!(
+            "nodes               {} box16, {} box32, {} triangle",
+            m.box16_nodes, m.box32_nodes, m.triangle_nodes
+        );
+        println!(
+            "bytes               {} ({:.2} per triangle)",
+            m.bytes, m.bytes_per_triangle
+        );
+        println!(
+            "tris per tri node   1: {}, 2: {}, 3: {}, 4: {} (mean {:.2})",
+            m.triangles_per_node_histogram[1],
+            m.triangles_per_node_histogram[2],
+            m.triangles_per_node_histogram[3],
+            m.triangles_per_node_histogram[4],
+            m.triangles_per_triangle_node()
+        );
+        println!("max depth           {}", m.max_depth);
+        println!("box fill rate       {:.3}", m.fill_rate);
+        if errors.is_empty() {
+            println!("validator           valid");
+        } else {
+            println!("validator           INVALID ({} errors)", errors.len());
+            for e in errors.iter().take(20) {
+                println!("  {e}");
+            }
+        }
+    }
+    Ok(if errors.is_empty() { 0 } else { 1 })
+}
+
+/// Writes `bytes` to a temporary name beside `path`, then renames it into place.
+fn write_atomically(path: &std::path::Path, bytes: &[u8]) -> Result<()> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(format!(".tmp{}", std::process::id()));
+    let tmp = PathBuf::from(tmp);
+    let result = std::fs::File::create(&tmp)
+        .and_then(|mut f| f.write_all(bytes).and_then(|_| f.sync_all()))
+        .and_then(|_| std::fs::rename(&tmp, path));
+    if let Err(e) = result {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(Error::io(path, e));
+    }
+    Ok(())
 }

@@ -1,12 +1,304 @@
-//! `wavetrace isa` (being written).
+//! `wavetrace isa`: runs instruction test vectors (JSON Lines) through the reference
+//! `image_bvh_intersect_ray` and writes each object back with a `"got"` field.
+//!
+//! Per line: `{"desc": 32 hex digits (dword0 first, each dword MSB first), "node_ptr": 8 hex
+//! digits (16 for a 64-bit pointer), "node": hex bytes of the node, "extent": hex f32 bits,
+//! "origin"/"dir"/"inv_dir": [3 hex f32 bits], "expect": optional [4 hex u32], ...}`; other
+//! fields are passed through. Format: `../shared/data/isa/README.md`.
 
-use wavetrace::Result;
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+use wavetrace::hw::{
+    image_bvh64_intersect_ray, BvhDescriptor, MappedMemory, NodePointer, NodeType, RayRegisters,
+};
+use wavetrace::{Error, Result};
 
 #[derive(clap::Args)]
-pub struct IsaArgs {}
+pub struct IsaArgs {
+    /// JSON Lines file of vectors; `-` or nothing reads standard input.
+    pub input: Option<PathBuf>,
+    /// Compare with each vector's "expect", print `N passed, M failed`, exit 1 on a failure.
+    #[arg(long)]
+    pub check: bool,
+    /// Write the vectors with "got" to this file (default: standard output, unless --check).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
 
-pub fn run(_args: IsaArgs) -> Result<i32> {
-    Err(wavetrace::Error::Other(
-        "wavetrace isa is not built yet".into(),
-    ))
+/// One parsed vector.
+struct Vector {
+    descriptor: BvhDescriptor,
+    node_pointer: u64,
+    node: Vec<u8>,
+    ray: RayRegisters,
+    expect: Option<[u32; 4]>,
+}
+
+/// Counts of a run.
+#[derive(Default)]
+struct Tally {
+    passed: usize,
+    failed: usize,
+    unchecked: usize,
+    malformed: usize,
+}
+
+pub fn run(args: IsaArgs) -> Result<i32> {
+    let (name, reader): (PathBuf, Box<dyn Read>) = match &args.input {
+        None => ("<stdin>".into(), Box::new(io::stdin())),
+        Some(p) if p.as_os_str() == "-" => ("<stdin>".into(), Box::new(io::stdin())),
+        Some(p) => (
+            p.clone(),
+            Box::new(File::open(p).map_err(|e| Error::io(p, e))?),
+        ),
+    };
+
+    // Output: the given file (through a temporary name), else stdout unless checking.
+    let tmp_out = args.out.as_ref().map(|p| temporary_name(p));
+    let mut out: Option<Box<dyn Write>> = match &tmp_out {
+        Some(tmp) => Some(Box::new(BufWriter::new(
+            File::create(tmp).map_err(|e| Error::io(tmp, e))?,
+        ))),
+        None if !args.check => Some(Box::new(BufWriter::new(io::stdout().lock()))),
+        None => None,
+    };
+    let out_name = args.out.clone().unwrap_or_else(|| "<stdout>".into());
+
+    let mut tally = Tally::default();
+    for (index, line) in BufReader::new(reader).lines().enumerate() {
+        let line_no = index + 1;
+        let line = line.map_err(|e| Error::io(&name, e))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let emitted = match parse_line(&line) {
+            Err(message) => {
+                tally.malformed += 1;
+                let err = Error::parse(&name, line_no, message);
+                eprintln!("error: {err}");
+                serde_json::json!({ "line": line_no, "error": err.to_string() }).to_string()
+            }
+            Ok((object, vector)) => {
+                let memory = MappedMemory {
+                    va: NodePointer(vector.node_pointer)
+                        .fetch_address(vector.descriptor.base_address_256),
+                    bytes: &vector.node,
+                };
+                let got = image_bvh64_intersect_ray(
+                    &memory,
+                    &vector.descriptor,
+                    vector.node_pointer,
+                    &vector.ray,
+                )
+                .dwords;
+                match vector.expect {
+                    None => tally.unchecked += 1,
+                    Some(expect) if expect == got => tally.passed += 1,
+                    Some(expect) => {
+                        tally.failed += 1;
+                        if args.check {
+                            let cat = object.get("cat").and_then(Value::as_str).unwrap_or("?");
+                            eprintln!(
+                                "FAIL {}:{line_no} (cat {cat}): expected {}, got {}",
+                                name.display(),
+                                hex_words(&expect),
+                                hex_words(&got)
+                            );
+                        }
+                    }
+                }
+                with_got(&line, object, &got)
+            }
+        };
+        if let Some(w) = out.as_mut() {
+            writeln!(w, "{emitted}").map_err(|e| Error::io(&out_name, e))?;
+        }
+    }
+    if let Some(mut w) = out.take() {
+        w.flush().map_err(|e| Error::io(&out_name, e))?;
+    }
+    drop(out);
+    if let (Some(tmp), Some(dst)) = (&tmp_out, &args.out) {
+        std::fs::rename(tmp, dst).map_err(|e| Error::io(dst, e))?;
+    }
+
+    if args.check {
+        let mut summary = format!(
+            "{} passed, {} failed",
+            tally.passed,
+            tally.failed + tally.malformed
+        );
+        if tally.unchecked > 0 {
+            summary += &format!(", {} without expect", tally.unchecked);
+        }
+        println!("{summary}");
+        return Ok(i32::from(tally.failed + tally.malformed > 0));
+    }
+    Ok(i32::from(tally.malformed > 0))
+}
+
+/// `FILE` -> `FILE.tmp` beside it.
+fn temporary_name(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(".tmp");
+    PathBuf::from(name)
+}
+
+fn hex_words(words: &[u32; 4]) -> String {
+    let parts: Vec<String> = words.iter().map(|w| format!("{w:08x}")).collect();
+    format!("[{}]", parts.join(", "))
+}
+
+/// The input line with `"got"` added as the last field (the input text is kept as it was
+/// when it is a plain object without "got"; otherwise the object is re-serialised).
+fn with_got(line: &str, mut object: serde_json::Map<String, Value>, got: &[u32; 4]) -> String {
+    let got_json: Vec<String> = got.iter().map(|w| format!("\"{w:08x}\"")).collect();
+    let got_json = format!("[{}]", got_json.join(","));
+    let trimmed = line.trim_end();
+    if !object.contains_key("got") {
+        if let Some(body) = trimmed.strip_suffix('}') {
+            let body = body.trim_end();
+            let sep = if body.trim_start() == "{" { "" } else { "," };
+            return format!("{body}{sep}\"got\":{got_json}}}");
+        }
+    }
+    let got_value = got.iter().map(|w| Value::String(format!("{w:08x}")));
+    object.insert("got".into(), Value::Array(got_value.collect()));
+    Value::Object(object).to_string()
+}
+
+/// Parses one line; the error names the field that is wrong.
+fn parse_line(line: &str) -> std::result::Result<(serde_json::Map<String, Value>, Vector), String> {
+    let value: Value = serde_json::from_str(line).map_err(|e| format!("bad JSON: {e}"))?;
+    let Value::Object(object) = value else {
+        return Err("not a JSON object".into());
+    };
+    let vector = parse_vector(&object)?;
+    Ok((object, vector))
+}
+
+fn parse_vector(o: &serde_json::Map<String, Value>) -> std::result::Result<Vector, String> {
+    let desc_hex = string_field(o, "desc")?;
+    if desc_hex.len() != 32 {
+        return Err(format!(
+            "field \"desc\": {} hex digits, need 32",
+            desc_hex.len()
+        ));
+    }
+    let mut dwords = [0u32; 4];
+    for (i, d) in dwords.iter_mut().enumerate() {
+        *d = hex_u32(&desc_hex[8 * i..8 * i + 8]).map_err(|e| format!("field \"desc\": {e}"))?;
+    }
+    let descriptor =
+        BvhDescriptor::from_dwords(dwords).map_err(|e| format!("field \"desc\": {e}"))?;
+
+    let ptr_hex = string_field(o, "node_ptr")?;
+    let node_pointer = match ptr_hex.len() {
+        8 => hex_u32(ptr_hex).map(u64::from),
+        16 => u64::from_str_radix(ptr_hex, 16).map_err(|_| format!("{ptr_hex:?} is not hex")),
+        n => Err(format!(
+            "{n} hex digits, need 8 (or 16 for a 64-bit pointer)"
+        )),
+    }
+    .map_err(|e| format!("field \"node_ptr\": {e}"))?;
+
+    let node_hex = string_field(o, "node")?;
+    let node = hex_bytes(node_hex).map_err(|e| format!("field \"node\": {e}"))?;
+    let ty = NodePointer(node_pointer).node_type();
+    let need = ty.fetch_bytes();
+    let size_ok = match ty {
+        NodeType::User6 | NodeType::User7 => node.len() == 64 || node.len() == 128,
+        _ => node.len() == need,
+    };
+    if !size_ok {
+        return Err(format!(
+            "field \"node\": {} bytes, a {} node has {need}",
+            node.len(),
+            ty.name()
+        ));
+    }
+
+    let ray = RayRegisters {
+        extent: f32::from_bits(
+            hex_u32(string_field(o, "extent")?).map_err(|e| format!("field \"extent\": {e}"))?,
+        ),
+        origin: hex_array::<3>(o, "origin")?.map(f32::from_bits),
+        dir: hex_array::<3>(o, "dir")?.map(f32::from_bits),
+        inv_dir: hex_array::<3>(o, "inv_dir")?.map(f32::from_bits),
+    };
+    let expect = match o.get("expect") {
+        None | Some(Value::Null) => None,
+        Some(_) => Some(hex_array::<4>(o, "expect")?),
+    };
+    Ok(Vector {
+        descriptor,
+        node_pointer,
+        node,
+        ray,
+        expect,
+    })
+}
+
+fn string_field<'a>(
+    o: &'a serde_json::Map<String, Value>,
+    field: &str,
+) -> std::result::Result<&'a str, String> {
+    match o.get(field) {
+        None => Err(format!("field \"{field}\" is missing")),
+        Some(Value::String(s)) => Ok(s),
+        Some(_) => Err(format!("field \"{field}\" must be a hex string")),
+    }
+}
+
+fn hex_array<const N: usize>(
+    o: &serde_json::Map<String, Value>,
+    field: &str,
+) -> std::result::Result<[u32; N], String> {
+    let items = match o.get(field) {
+        None => return Err(format!("field \"{field}\" is missing")),
+        Some(Value::Array(items)) if items.len() == N => items,
+        Some(_) => {
+            return Err(format!(
+                "field \"{field}\" must be an array of {N} hex strings"
+            ))
+        }
+    };
+    let mut out = [0u32; N];
+    for (i, (slot, item)) in out.iter_mut().zip(items).enumerate() {
+        let s = item
+            .as_str()
+            .ok_or_else(|| format!("field \"{field}\"[{i}] must be a hex string"))?;
+        *slot = hex_u32(s).map_err(|e| format!("field \"{field}\"[{i}]: {e}"))?;
+    }
+    Ok(out)
+}
+
+/// Exactly 8 hex digits.
+fn hex_u32(s: &str) -> std::result::Result<u32, String> {
+    if s.len() != 8 {
+        return Err(format!("{s:?} has {} hex digits, need 8", s.len()));
+    }
+    if !s.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(format!("{s:?} is not hex"));
+    }
+    u32::from_str_radix(s, 16).map_err(|_| format!("{s:?} is not hex"))
+}
+
+fn hex_bytes(s: &str) -> std::result::Result<Vec<u8>, String> {
+    if !s.len().is_multiple_of(2) {
+        return Err(format!("odd number of hex digits ({})", s.len()));
+    }
+    s.as_bytes()
+        .chunks(2)
+        .map(|pair| {
+            let digit = |b: u8| (b as char).to_digit(16);
+            match (digit(pair[0]), digit(pair[1])) {
+                (Some(h), Some(l)) => Ok((h * 16 + l) as u8),
+                _ => Err("not hex".to_string()),
+            }
+        })
+        .collect()
 }

@@ -5,16 +5,16 @@
 //!
 //! | bits    | field                | dword view              |
 //! |---------|----------------------|-------------------------|
-//! | 39:0    | base address / 256   | dword0, dword1[7:0]     |
-//! | 54:40   | reserved, must be 0  | dword1[22:8]            |
-//! | 62:55   | box grow (ULPs)      | dword1[30:23]           |
-//! | 63      | box sorting enable   | dword1[31]              |
-//! | 105:64  | size (nodes - 1)     | dword2, dword3[9:0]     |
-//! | 119:106 | reserved, must be 0  | dword3[23:10]           |
-//! | 120     | triangle return mode | dword3[24]              |
-//! | 122:121 | LLC no-alloc         | dword3[26:25]           |
-//! | 123     | big pages            | dword3[27]              |
-//! | 127:124 | type, must be 8      | dword3[31:28]           |
+//! | 39:0    | base address / 256   | dword0, dword1\[7:0\]     |
+//! | 54:40   | reserved, must be 0  | dword1\[22:8\]            |
+//! | 62:55   | box grow (ULPs)      | dword1\[30:23\]           |
+//! | 63      | box sorting enable   | dword1\[31\]              |
+//! | 105:64  | size (nodes - 1)     | dword2, dword3\[9:0\]     |
+//! | 119:106 | reserved, must be 0  | dword3\[23:10\]           |
+//! | 120     | triangle return mode | dword3\[24\]              |
+//! | 122:121 | LLC no-alloc         | dword3\[26:25\]           |
+//! | 123     | big pages            | dword3\[27\]              |
+//! | 127:124 | type, must be 8      | dword3\[31:28\]           |
 
 use crate::error::{Error, Result};
 

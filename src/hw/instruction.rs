@@ -1,9 +1,27 @@
 //! The reference `image_bvh_intersect_ray` instruction: scalar, bit-exact to
 //! `../shared/spec/semantics.md` section 12. Every fast path in the crate is tested against it.
 //!
-//! (Interface fixed; the implementation is being written.)
+//! Order of decisions for one lane (section 12):
+//!
+//! 1. inactive lane (NaN in origin, dir, inv_dir or extent, or an infinite origin): the miss
+//!    encoding for the node type, [`LaneOutcome::Inactive`] (`semantics.md` 8);
+//! 2. bounds check: `node_addr > size`, or `node_addr + 1 > size` for box32: the miss
+//!    encoding, [`LaneOutcome::OutOfBounds`] (3.3);
+//! 3. user node (types 6, 7): `4 x 0xFFFFFFFF`, [`LaneOutcome::UserNode`] (3.2);
+//! 4. node fetch; outside the given memory: the miss encoding, [`LaneOutcome::Unmapped`];
+//! 5. the box test ([`box_test`](super::box_test)) or the triangle test
+//!    ([`triangle`](super::triangle)).
+//!
+//! Miss encodings: box `4 x 0xFFFFFFFF`, triangle `{+inf, 1.0, 0, 0}`, user `4 x 0xFFFFFFFF`.
 
-use super::descriptor::BvhDescriptor;
+use bytemuck::pod_read_unaligned;
+
+use super::a16::RayRegistersA16;
+use super::box_test::{child_boxes_f16, child_boxes_f32, intersect_box_node, BoxRay};
+use super::descriptor::{BvhDescriptor, TriangleReturnMode};
+use super::node::{BoxNodeF16, BoxNodeF32, TriangleNode};
+use super::pointer::{NodePointer, NodeType};
+use super::triangle::{barycentric_result, intersect_triangle, triangle_id_result, TRIANGLE_MISS};
 
 /// The ray VGPRs of one lane (A16 = 0): extent, origin, direction, inverse direction.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -91,10 +109,127 @@ pub fn image_bvh_intersect_ray<M: NodeMemory + ?Sized>(
 
 /// `image_bvh64_intersect_ray`: the same with a 64-bit node pointer.
 pub fn image_bvh64_intersect_ray<M: NodeMemory + ?Sized>(
-    _memory: &M,
-    _descriptor: &BvhDescriptor,
-    _node_pointer: u64,
-    _ray: &RayRegisters,
+    memory: &M,
+    descriptor: &BvhDescriptor,
+    node_pointer: u64,
+    ray: &RayRegisters,
 ) -> IntersectResult {
-    unimplemented!("being written")
+    let pointer = NodePointer(node_pointer);
+    let ty = pointer.node_type();
+    let miss = miss_encoding(ty);
+    let done = |dwords, outcome| IntersectResult { dwords, outcome };
+
+    if let Some(reason) = ray.inactive_reason() {
+        return done(miss, LaneOutcome::Inactive(reason));
+    }
+    if !in_bounds(descriptor, pointer) {
+        return done(miss, LaneOutcome::OutOfBounds);
+    }
+    if matches!(ty, NodeType::User6 | NodeType::User7) {
+        return done(USER_NODE_RESULT, LaneOutcome::UserNode);
+    }
+    let address = pointer.fetch_address(descriptor.base_address_256);
+    let Some(bytes) = memory.node_bytes(address, ty.fetch_bytes()) else {
+        return done(miss, LaneOutcome::Unmapped);
+    };
+    let box_ray = BoxRay {
+        origin: ray.origin,
+        inv_dir: ray.inv_dir,
+        extent: ray.extent,
+    };
+    let grow = descriptor.box_grow_ulps;
+    let sort = descriptor.box_sort_enable;
+    let dwords = match ty {
+        NodeType::BoxF32 => {
+            let node: BoxNodeF32 = pod_read_unaligned(bytes);
+            intersect_box_node(node.children, &child_boxes_f32(&node), &box_ray, grow, sort)
+        }
+        NodeType::BoxF16 => {
+            let node: BoxNodeF16 = pod_read_unaligned(bytes);
+            intersect_box_node(node.children, &child_boxes_f16(&node), &box_ray, grow, sort)
+        }
+        _ => {
+            let k = ty.triangle_index().expect("types 0-3 are triangles");
+            let node: TriangleNode = pod_read_unaligned(bytes);
+            let [v0, v1, v2] = node.triangle(k);
+            let test = intersect_triangle(v0, v1, v2, ray.origin, ray.dir);
+            match descriptor.triangle_return_mode {
+                TriangleReturnMode::TriangleId => triangle_id_result(&test, node.word, k),
+                TriangleReturnMode::Barycentrics => barycentric_result(&test, node.word, k),
+            }
+        }
+    };
+    done(dwords, LaneOutcome::Tested)
+}
+
+/// `image_bvh_intersect_ray` with A16 = 1 and a 32-bit node pointer (`semantics.md` 9): the
+/// halves are widened exactly and the same test runs.
+pub fn image_bvh_intersect_ray_a16<M: NodeMemory + ?Sized>(
+    memory: &M,
+    descriptor: &BvhDescriptor,
+    node_pointer: u32,
+    ray: &RayRegistersA16,
+) -> IntersectResult {
+    image_bvh64_intersect_ray(memory, descriptor, node_pointer as u64, &ray.unpack())
+}
+
+/// `image_bvh64_intersect_ray` with A16 = 1.
+pub fn image_bvh64_intersect_ray_a16<M: NodeMemory + ?Sized>(
+    memory: &M,
+    descriptor: &BvhDescriptor,
+    node_pointer: u64,
+    ray: &RayRegistersA16,
+) -> IntersectResult {
+    image_bvh64_intersect_ray(memory, descriptor, node_pointer, &ray.unpack())
+}
+
+/// What a user node (types 6, 7) returns: all ones (`semantics.md` 3.2).
+pub const USER_NODE_RESULT: [u32; 4] = [0xFFFF_FFFF; 4];
+
+/// What a box node returns when no child is hit: four INVALID pointers (5.6).
+pub const BOX_MISS: [u32; 4] = [NodePointer::INVALID; 4];
+
+/// The miss encoding for a node type (section 12 "miss"): box and user `4 x 0xFFFFFFFF`,
+/// triangle `{+inf, 1.0, 0, 0}`.
+pub fn miss_encoding(ty: NodeType) -> [u32; 4] {
+    match ty {
+        NodeType::BoxF16 | NodeType::BoxF32 => BOX_MISS,
+        NodeType::User6 | NodeType::User7 => USER_NODE_RESULT,
+        _ => TRIANGLE_MISS,
+    }
+}
+
+/// The descriptor's bounds check (`semantics.md` 3.3, section 12 choice): the node address
+/// (64-byte units) must not exceed `size_minus_one`; a box32 node also needs its second
+/// 64-byte half inside.
+pub fn in_bounds(descriptor: &BvhDescriptor, pointer: NodePointer) -> bool {
+    let address = pointer.address_64();
+    let last = if pointer.node_type() == NodeType::BoxF32 {
+        address.checked_add(1)
+    } else {
+        Some(address)
+    };
+    matches!(last, Some(last) if last <= descriptor.size_minus_one)
+}
+
+impl RayRegisters {
+    /// Why this ray makes its lane inactive, if it does (`semantics.md` 8): a NaN in any
+    /// register, or an infinite origin component. Infinities in dir, inv_dir or extent are
+    /// valid inputs.
+    pub fn inactive_reason(&self) -> Option<InactiveReason> {
+        let any_nan = |v: &[f32; 3]| v.iter().any(|x| x.is_nan());
+        if any_nan(&self.origin) {
+            Some(InactiveReason::NanOrigin)
+        } else if self.origin.iter().any(|x| x.is_infinite()) {
+            Some(InactiveReason::InfiniteOrigin)
+        } else if any_nan(&self.dir) {
+            Some(InactiveReason::NanDirection)
+        } else if any_nan(&self.inv_dir) {
+            Some(InactiveReason::NanInverseDirection)
+        } else if self.extent.is_nan() {
+            Some(InactiveReason::NanExtent)
+        } else {
+            None
+        }
+    }
 }
