@@ -12,6 +12,7 @@ mod heatmap;
 mod integrator;
 mod output;
 mod rng;
+mod tracer;
 
 pub use bsdf::{fresnel_dielectric, Bsdf, BsdfSample};
 pub use heatmap::{heatmap_rgb8, ramp};
@@ -22,6 +23,7 @@ pub use output::{
     encode_exr, encode_png, partial_path, to_srgb8, write_atomic, write_image, ImageFormat,
 };
 pub use rng::Rng;
+pub use tracer::{build_wave_tracer, bvh_mesh};
 
 use glam::Vec3;
 

@@ -54,10 +54,26 @@ fn ignored_keys(m: &tobj::Material) -> Vec<String> {
 
 /// Loads an MTL file; errors name it.
 fn load_mtl(path: &Path) -> Result<Vec<tobj::Material>> {
+    Ok(load_mtl_with_names(path)?.0)
+}
+
+/// tobj's MTL result: materials and their name-to-index map.
+type MtlWithNames = <tobj::MTLLoadResult as OkType>::Ok;
+
+/// Names the success type of a `Result` (tobj's map type is not re-exported).
+trait OkType {
+    type Ok;
+}
+
+impl<T, E> OkType for std::result::Result<T, E> {
+    type Ok = T;
+}
+
+/// Loads an MTL file with tobj's name-to-index map; errors name it.
+fn load_mtl_with_names(path: &Path) -> Result<MtlWithNames> {
     let mut reader = open_maybe_gz(path)?;
-    let (mats, _) = tobj::load_mtl_buf(&mut reader)
-        .map_err(|e| Error::parse(path, 0, format!("cannot parse MTL: {e}")))?;
-    Ok(mats)
+    tobj::load_mtl_buf(&mut reader)
+        .map_err(|e| Error::parse(path, 0, format!("cannot parse MTL: {e}")))
 }
 
 /// Converts MTL materials into scene materials (loading their textures); returns the scene
@@ -126,10 +142,10 @@ pub(crate) fn load_obj(
         .map_err(|e| Error::io(obj_path, e))?;
     let loaded = tobj::load_obj_buf(&mut text.as_slice(), &options, |mtl| {
         let path = dir.join(mtl);
-        match load_mtl(&path) {
-            Ok(mats) => {
+        match load_mtl_with_names(&path) {
+            Ok(loaded) => {
                 mtl_paths.borrow_mut().push(path);
-                Ok((mats, Default::default()))
+                Ok(loaded)
             }
             Err(e) => {
                 mtl_error.borrow_mut().get_or_insert(e);

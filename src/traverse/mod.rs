@@ -17,11 +17,11 @@ pub use stack::FullStack;
 pub use tracer::{PrimitiveIds, Strategy, WaveTracer, WaveTracerConfig};
 
 use crate::counters::Counters;
+use crate::hw::instruction::LaneOutcome;
 use crate::hw::pointer::{NodePointer, NodeType};
 use crate::math::{Hit, Ray};
 use crate::wave::intersector::{LaneRay, INVALID};
 use crate::wave::{td, LaneStatus, Wave, WaveIntersector, WaveResults};
-use crate::hw::instruction::LaneOutcome;
 
 /// A traversal strategy: the per-lane part of a traversal shader.
 ///
