@@ -31,7 +31,7 @@ fn texel_dir(x: u32, y: u32) -> Vec3 {
 }
 
 /// The sky: blue at the zenith, pale at the horizon, dim brown below it, and a sun disk of
-/// about 4 degrees radius with radiance 300.
+/// about 4 degrees radius with radiance 60.
 fn sky_texels() -> Vec<Vec3> {
     let mut out = Vec::new();
     for y in 0..SKY_H {
@@ -39,12 +39,12 @@ fn sky_texels() -> Vec<Vec3> {
             let d = texel_dir(x, y);
             let c = if d.y >= 0.0 {
                 let t = d.y.sqrt();
-                Vec3::new(1.1, 1.05, 1.0) * (1.0 - t) + Vec3::new(0.25, 0.45, 0.95) * t
+                (Vec3::new(1.1, 1.05, 1.0) * (1.0 - t) + Vec3::new(0.25, 0.45, 0.95) * t) * 0.8
             } else {
                 Vec3::new(0.25, 0.2, 0.15)
             };
             let sun = if d.dot(sun_dir()) > 4.0f32.to_radians().cos() {
-                Vec3::new(300.0, 280.0, 250.0)
+                Vec3::new(60.0, 56.0, 50.0)
             } else {
                 Vec3::ZERO
             };

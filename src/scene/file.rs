@@ -78,6 +78,56 @@ fn line_of(text: &str, pos: usize) -> usize {
         + 1
 }
 
+/// The dotted name of the field whose value is at byte `pos` (`table.key`, with `[i]` for
+/// the i-th `[[table]]`), or of the table when `pos` is in a header. Only for messages.
+fn field_at(text: &str, pos: usize) -> Option<String> {
+    let pos = pos.min(text.len());
+    let line_start = text[..pos].rfind('\n').map(|i| i + 1).unwrap_or(0);
+    let line_end = text[pos..]
+        .find('\n')
+        .map(|i| pos + i)
+        .unwrap_or(text.len());
+    let line = &text[line_start..line_end];
+    let header = |l: &str| -> Option<(String, bool)> {
+        let l = l.trim();
+        if let Some(name) = l.strip_prefix("[[").and_then(|r| r.split("]]").next()) {
+            Some((name.trim().to_string(), true))
+        } else {
+            l.strip_prefix('[')
+                .and_then(|r| r.split(']').next())
+                .map(|name| (name.trim().to_string(), false))
+        }
+    };
+    if let Some((name, _)) = header(line) {
+        return Some(name);
+    }
+    let key = line.split('=').next()?.trim();
+    if key.is_empty() || key.starts_with('#') || !line.contains('=') {
+        return None;
+    }
+    // The enclosing table: the last header before this line.
+    let before = &text[..line_start];
+    let mut table: Option<(String, bool)> = None;
+    for l in before.lines() {
+        if let Some(h) = header(l) {
+            table = Some(h);
+        }
+    }
+    Some(match table {
+        None => key.to_string(),
+        Some((name, false)) => format!("{name}.{key}"),
+        Some((name, true)) => {
+            let pattern = format!("[[{name}]]");
+            let index = before
+                .lines()
+                .filter(|l| l.trim().replace(' ', "") == pattern)
+                .count()
+                .saturating_sub(1);
+            format!("{name}[{index}].{key}")
+        }
+    })
+}
+
 pub(crate) fn load(path: &Path) -> Result<Scene> {
     let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
     parse(&text, path)
@@ -85,8 +135,13 @@ pub(crate) fn load(path: &Path) -> Result<Scene> {
 
 pub(crate) fn parse(text: &str, path: &Path) -> Result<Scene> {
     let file: SceneFile = toml::from_str(text).map_err(|e| {
-        let line = e.span().map(|s| line_of(text, s.start)).unwrap_or(0);
-        Error::parse(path, line, e.message().to_string())
+        let start = e.span().map(|s| s.start);
+        let line = start.map(|s| line_of(text, s)).unwrap_or(0);
+        let message = e.message().trim().to_string();
+        match start.and_then(|s| field_at(text, s)) {
+            Some(field) => Error::parse(path, line, format!("field `{field}`: {message}")),
+            None => Error::parse(path, line, message),
+        }
     })?;
     let at = |span: std::ops::Range<usize>, field: &str, msg: String| {
         Error::parse(path, line_of(text, span.start), format!("{field}: {msg}"))
