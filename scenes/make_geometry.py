@@ -181,7 +181,7 @@ def bunny_room():
     o.usemtl("light")
     o.poly([[-4, 22, -4], [4, 22, -4], [4, 22, 4], [-4, 22, 4]], facing=[0, 0, 0])
     o.usemtl("glass")
-    v, t = sphere([5.6, 1.2, 3.5], 2.3, 32, 64)
+    v, t = sphere([5.5, 1.2, 6.5], 2.3, 32, 64)
     o.tri_mesh(v, t)
     o.write("bunny/room.obj")
 
