@@ -61,3 +61,8 @@ fn xor_anaconda_all_cases_match() {
 fn rejected_combinations_are_refused() {
     run("rejected_gfx10.json", None, 23);
 }
+
+#[test]
+fn nonxor_gfx103_holds_for_the_navi21_configuration_too() {
+    run("nonxor_gfx103.json", Some(Console::Navi21), 338);
+}

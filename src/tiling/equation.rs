@@ -1,15 +1,15 @@
 //! Address-bit equations: evaluation, per-coordinate lookup columns and the GF(2) inverse.
 
 use super::mode::{BlockSize, Console, PipeXor, SwizzleMode};
-use super::patterns::{PatternRow, NON_XOR, SERIES_S_XOR, SERIES_X_XOR};
+use super::patterns::{PatternRow, NAVI21_XOR, NON_XOR, SERIES_S_XOR, SERIES_X_XOR};
 
 /// Maximum address bits of a block (VAR on Series X is 2^19 bytes).
 pub const MAX_BITS: usize = 20;
 
 /// One swizzle equation over `num_bits` address bits.
 ///
-/// Address bit i = parity(x & x_mask[i]) ^ parity(y & y_mask[i]) ^ parity(z & z_mask[i]) ^
-/// parity(byte & b_mask[i]), with x, y in elements and z the slice or depth index.
+/// Address bit `i` = `parity(x & x_mask[i]) ^ parity(y & y_mask[i]) ^ parity(z & z_mask[i]) ^
+/// parity(byte & b_mask[i])`, with x, y in elements and z the slice or depth index.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Equation {
     pub num_bits: u32,
@@ -63,6 +63,7 @@ impl Equation {
                 match console {
                     Console::SeriesX => SERIES_X_XOR,
                     Console::SeriesS => SERIES_S_XOR,
+                    Console::Navi21 => NAVI21_XOR,
                 }
             };
         table

@@ -210,6 +210,9 @@ pub enum Console {
     SeriesX,
     /// XBOX Series S ("Lockhart"): 8 pipes, 4 packers, VAR block 128 KiB.
     SeriesS,
+    /// Not a console: AMD Navi 21 (PC RDNA2; 16 pipes, 16 packers, VAR block 256 KiB), the
+    /// public configuration, to check the tables against PC data.
+    Navi21,
 }
 
 impl Console {
@@ -218,6 +221,7 @@ impl Console {
         match self {
             Console::SeriesX => 5,
             Console::SeriesS => 3,
+            Console::Navi21 => 4,
         }
     }
 
@@ -226,6 +230,7 @@ impl Console {
         match self {
             Console::SeriesX => 3,
             Console::SeriesS => 2,
+            Console::Navi21 => 4,
         }
     }
 
@@ -239,6 +244,7 @@ impl Console {
         match self {
             Console::SeriesX => "series-x",
             Console::SeriesS => "series-s",
+            Console::Navi21 => "navi21",
         }
     }
 
@@ -249,9 +255,10 @@ impl Console {
                 Ok(Console::SeriesX)
             }
             "series-s" | "seriess" | "s" | "lockhart" | "lockhart-hyp" => Ok(Console::SeriesS),
+            "navi21" | "navi-21" => Ok(Console::Navi21),
             _ => Err(Error::field(
                 "console",
-                format!("unknown console '{name}' (expected series-x or series-s)"),
+                format!("unknown console '{name}' (expected series-x, series-s or navi21)"),
             )),
         }
     }
@@ -261,11 +268,12 @@ impl Console {
         match (pipes, packers) {
             (32, 8) => Ok(Console::SeriesX),
             (8, 4) => Ok(Console::SeriesS),
+            (16, 16) => Ok(Console::Navi21),
             _ => Err(Error::field(
                 "configuration",
                 format!(
                     "no pattern tables for {pipes} pipes / {packers} packers \
-                     (known: 32/8 Series X, 8/4 Series S)"
+                     (known: 32/8 Series X, 8/4 Series S, 16/16 Navi 21)"
                 ),
             )),
         }
@@ -425,7 +433,8 @@ impl Format {
 ///
 /// Valid on GFX10.3 (2D): LINEAR, 256B_S/D, 4KB_S/D, 4KB_S_X/D_X, 64KB_S/D, 64KB_S_T/D_T,
 /// 64KB_Z_X/S_X/D_X/R_X, VAR_Z_X, VAR_R_X. 3D excludes the 256B and display modes except
-/// 64KB_D_X; 1D is LINEAR only; Z modes take no BC format and at most 8 bytes per element.
+/// 64KB_D_X; 1D takes LINEAR (what the driver uses) or the Z/R modes (addrlib's
+/// `Gfx10Rsrc1dSwModeMask`); Z modes take no BC format and at most 8 bytes per element.
 pub fn check_mode(mode: SwizzleMode, dim: Dimension, format: &Format) -> Result<()> {
     use SwizzleMode::*;
     let refuse = |why: &str| {
@@ -466,8 +475,8 @@ pub fn check_mode(mode: SwizzleMode, dim: Dimension, format: &Format) -> Result<
         return refuse("elements must be 1, 2, 4, 8 or 16 bytes");
     }
     match dim {
-        Dimension::D1 if mode != Linear => {
-            return refuse("1D textures are LINEAR only");
+        Dimension::D1 if !matches!(mode, Linear | Sw64KbZX | Sw64KbRX | VarZX | VarRX) => {
+            return refuse("1D textures take LINEAR (the default) or the Z/R pipe-XOR modes");
         }
         Dimension::D3
             if matches!(

@@ -1,16 +1,20 @@
 //! Swizzle equations: for each address bit (low bit first) the XOR of element-coordinate bits.
 //!
-//! Source: AMD's address library (addrlib, GFX10.3 "RB+" path; `gfx10SwizzlePattern.h`, tables
-//! `GFX10_SW_*_RBPLUS_PATINFO`, as expanded by `Gfx10Lib::InitEquationTable`). The strings below
-//! were transcribed from those equations as the project's reference data lists them
-//! (`../shared/data/tiling/equations/eq_*_hyp.json`); the product never reads that data at run
-//! time.
+//! Source: AMD's address library (addrlib, GFX10.3 "RB+" path, `gfx10SwizzlePattern.h`: the
+//! `GFX10_SW_*_RBPLUS_PATINFO` entries and their `GFX10_SW_PATTERN_NIBBLE*` bit settings; an
+//! XOR mode uses entry `5 * log2(pipes) + 5 * (2 * log2(packers) - 2) + log2(bytes/element)`,
+//! a non-XOR mode entry `log2(bytes/element)`; byte bits fill the low `log2(bpe)` address
+//! bits, as `Gfx10Lib::ConvertSwizzlePatternToEquation` does). The Series X and Series S
+//! strings are identical to the project's reference data
+//! (`../shared/data/tiling/equations/eq_*_hyp.json`, checked by `tests/tiling_equations.rs`);
+//! the product never reads that data at run time.
 //!
 //! Term syntax: `b<k>` byte-within-element bit k, `x<k>`/`y<k>` element-coordinate bits,
 //! `z<k>` array slice (2D, thin 3D) or depth slice (thick 3D) bits; `a^b` XORs terms.
 //! Terms above the block (for example `x7` in a 128-wide block) are the inter-block pipe XOR of
 //! `_X` modes. The non-XOR table does not depend on the pipe configuration on GFX10.3; the XOR
-//! tables do and exist for the two console hypotheses only (`../shared/data/tiling/README.md`).
+//! tables do. Missing entries: 3D `64KB_D_X` at 8 and 16 B/element (more than 3 XOR terms per
+//! bit, for which addrlib builds no equation and refuses texel addressing).
 
 use super::mode::SwizzleMode;
 
@@ -819,4 +823,95 @@ pub(crate) const SERIES_S_XOR: &[PatternRow] = &[
         4,
         "b0 b1 b2 b3 x0 y0 x1 y1 y4^y6^x6 x4^y4^z1 y5^x5^z0 x2 y2 x3^y8 y3^x7 x5^y7 x6^y6",
     ),
+];
+
+/// Pipe-XOR and VAR modes, AMD Navi 21 (PC RDNA2, `GB_ADDR_CONFIG` 0x444): 16 pipes, 16
+/// packers. Not a console: the public reference configuration, to check the tables against
+/// PC data. Read from the same addrlib RB+ tables (`GFX10_SW_*_RBPLUS_PATINFO` entry
+/// "16 pipes (16 PKRs)").
+pub(crate) const NAVI21_XOR: &[PatternRow] = &[
+    row(false, SwizzleMode::Sw64KbST, 0, "x0 x1 x2 x3 y0 y1 y2 y3 y4^x7 x4^y7 y5^x6 x5^y6 y6 x6 y7 x7"),
+    row(false, SwizzleMode::Sw64KbST, 1, "b0 x0 x1 x2 y0 y1 y2 x3 y3^x7 x4^y6 y4^x6 x5^y5 y5 x6 y6 x7"),
+    row(false, SwizzleMode::Sw64KbST, 2, "b0 b1 x0 x1 y0 y1 y2 x2 y3^x6 x3^y6 y4^x5 x4^y5 y5 x5 y6 x6"),
+    row(false, SwizzleMode::Sw64KbST, 3, "b0 b1 b2 x0 y0 y1 x1 x2 y2^x6 x3^y5 y3^x5 x4^y4 y4 x5 y5 x6"),
+    row(false, SwizzleMode::Sw64KbST, 4, "b0 b1 b2 b3 y0 y1 x0 x1 y2^x5 x2^y5 y3^x4 x3^y4 y4 x4 y5 x5"),
+    row(false, SwizzleMode::Sw64KbDT, 0, "x0 x1 x2 y1 y0 y2 x3 y3 y4^x7 x4^y7 y5^x6 x5^y6 y6 x6 y7 x7"),
+    row(false, SwizzleMode::Sw64KbDT, 1, "b0 x0 x1 x2 y0 y1 y2 x3 y3^x7 x4^y6 y4^x6 x5^y5 y5 x6 y6 x7"),
+    row(false, SwizzleMode::Sw64KbDT, 2, "b0 b1 x0 x1 y0 y1 x2 y2 y3^x6 x3^y6 y4^x5 x4^y5 y5 x5 y6 x6"),
+    row(false, SwizzleMode::Sw64KbDT, 3, "b0 b1 b2 x0 y0 x1 x2 y1 y2^x6 x3^y5 y3^x5 x4^y4 y4 x5 y5 x6"),
+    row(false, SwizzleMode::Sw64KbDT, 4, "b0 b1 b2 b3 x0 y0 x1 y1 y2^x5 x2^y5 y3^x4 x3^y4 y4 x4 y5 x5"),
+    row(false, SwizzleMode::Sw4KbSX, 0, "x0 x1 x2 x3 y0 y1 y2 y3 z3^y4^x7 z2^x4^y7 z1^y5^x6 z0^x5^y6"),
+    row(false, SwizzleMode::Sw4KbSX, 1, "b0 x0 x1 x2 y0 y1 y2 x3 y3^z3^x7 z2^x4^y6 z1^y4^x6 z0^x5^y5"),
+    row(false, SwizzleMode::Sw4KbSX, 2, "b0 b1 x0 x1 y0 y1 y2 x2 y3^z3^x6 z2^x3^y6 z1^y4^x5 z0^x4^y5"),
+    row(false, SwizzleMode::Sw4KbSX, 3, "b0 b1 b2 x0 y0 y1 x1 x2 y2^z3^x6 z2^x3^y5 z1^y3^x5 z0^x4^y4"),
+    row(false, SwizzleMode::Sw4KbSX, 4, "b0 b1 b2 b3 y0 y1 x0 x1 y2^z3^x5 x2^z2^y5 z1^y3^x4 z0^x3^y4"),
+    row(false, SwizzleMode::Sw4KbDX, 0, "x0 x1 x2 y1 y0 y2 x3 y3 z3^y4^x7 z2^x4^y7 z1^y5^x6 z0^x5^y6"),
+    row(false, SwizzleMode::Sw4KbDX, 1, "b0 x0 x1 x2 y0 y1 y2 x3 y3^z3^x7 z2^x4^y6 z1^y4^x6 z0^x5^y5"),
+    row(false, SwizzleMode::Sw4KbDX, 2, "b0 b1 x0 x1 y0 y1 x2 y2 y3^z3^x6 z2^x3^y6 z1^y4^x5 z0^x4^y5"),
+    row(false, SwizzleMode::Sw4KbDX, 3, "b0 b1 b2 x0 y0 x1 x2 y1 y2^z3^x6 z2^x3^y5 z1^y3^x5 z0^x4^y4"),
+    row(false, SwizzleMode::Sw4KbDX, 4, "b0 b1 b2 b3 x0 y0 x1 y1 y2^z3^x5 x2^z2^y5 z1^y3^x4 z0^x3^y4"),
+    row(false, SwizzleMode::Sw64KbZX, 0, "x0 y0 x1 y1 x2 y2 x3 y3 y4^x8^y8 z1^x4^y4 z0^y5^x7 x5^y7 x6 x7 y7^x8 x6^y6"),
+    row(false, SwizzleMode::Sw64KbZX, 1, "b0 x0 y0 x1 y1 x2 y2 x3 y4^x8^y8 z1^x4^y4 z0^y5^x7 x5^y7 y3 x6 x7^y7 x6^y6"),
+    row(false, SwizzleMode::Sw64KbZX, 2, "b0 b1 x0 y0 x1 y1 x2 y2 y4^x8^y8 z1^x4^y4 z0^y5^x7 x5^y7 x3 y3 x6^y7 x6^y6"),
+    row(false, SwizzleMode::Sw64KbZX, 3, "b0 b1 b2 x0 y0 x1 y1 x2 y4^x8^y8 z3^x4^y4 z2^y5^x7 z1^x5^y7 y2 x3 y3^x7 z0^x6^y6"),
+    row(false, SwizzleMode::Sw64KbSX, 0, "x0 x1 x2 x3 y0 y1 y2 y3 z3^y4^x7 z2^x4^y7 z1^y5^x6 z0^x5^y6 y6 x6 y7 x7"),
+    row(false, SwizzleMode::Sw64KbSX, 1, "b0 x0 x1 x2 y0 y1 y2 x3 y3^z3^x7 z2^x4^y6 z1^y4^x6 z0^x5^y5 y5 x6 y6 x7"),
+    row(false, SwizzleMode::Sw64KbSX, 2, "b0 b1 x0 x1 y0 y1 y2 x2 y3^z3^x6 z2^x3^y6 z1^y4^x5 z0^x4^y5 y5 x5 y6 x6"),
+    row(false, SwizzleMode::Sw64KbSX, 3, "b0 b1 b2 x0 y0 y1 x1 x2 y2^z3^x6 z2^x3^y5 z1^y3^x5 z0^x4^y4 y4 x5 y5 x6"),
+    row(false, SwizzleMode::Sw64KbSX, 4, "b0 b1 b2 b3 y0 y1 x0 x1 y2^z3^x5 x2^z2^y5 z1^y3^x4 z0^x3^y4 y4 x4 y5 x5"),
+    row(false, SwizzleMode::Sw64KbDX, 0, "x0 x1 x2 y1 y0 y2 x3 y3 z3^y4^x7 z2^x4^y7 z1^y5^x6 z0^x5^y6 y6 x6 y7 x7"),
+    row(false, SwizzleMode::Sw64KbDX, 1, "b0 x0 x1 x2 y0 y1 y2 x3 y3^z3^x7 z2^x4^y6 z1^y4^x6 z0^x5^y5 y5 x6 y6 x7"),
+    row(false, SwizzleMode::Sw64KbDX, 2, "b0 b1 x0 x1 y0 y1 x2 y2 y3^z3^x6 z2^x3^y6 z1^y4^x5 z0^x4^y5 y5 x5 y6 x6"),
+    row(false, SwizzleMode::Sw64KbDX, 3, "b0 b1 b2 x0 y0 x1 x2 y1 y2^z3^x6 z2^x3^y5 z1^y3^x5 z0^x4^y4 y4 x5 y5 x6"),
+    row(false, SwizzleMode::Sw64KbDX, 4, "b0 b1 b2 b3 x0 y0 x1 y1 y2^z3^x5 x2^z2^y5 z1^y3^x4 z0^x3^y4 y4 x4 y5 x5"),
+    row(false, SwizzleMode::Sw64KbRX, 0, "x0 x1 x2 x3 y0 y1 y2 y3 y4^x8^y8 z3^x4^y4 z2^y5^x7 z1^x5^y7 x6 x7 y7^x8 z0^x6^y6"),
+    row(false, SwizzleMode::Sw64KbRX, 1, "b0 x0 x1 x2 y0 y1 y2 x3 y4^x8^y8 z3^x4^y4 z2^y5^x7 z1^x5^y7 y3 x6 x7^y7 z0^x6^y6"),
+    row(false, SwizzleMode::Sw64KbRX, 2, "b0 b1 x0 x1 y0 y1 x2 y2 y4^x8^y8 z3^x4^y4 z2^y5^x7 z1^x5^y7 x3 y3 x6^y7 z0^x6^y6"),
+    row(false, SwizzleMode::Sw64KbRX, 3, "b0 b1 b2 x0 y0 x1 x2 y1 y4^x8^y8 z3^x4^y4 z2^y5^x7 z1^x5^y7 y2 x3 y3^x7 z0^x6^y6"),
+    row(false, SwizzleMode::Sw64KbRX, 4, "b0 b1 b2 b3 x0 y0 x1 y1 y4^x8^y8 z2^x4^y4 z1^y5^x7 z0^x5^y7 x2 x3 y3^x6 y2^x6^y6"),
+    row(false, SwizzleMode::VarZX, 0, "x0 y0 x1 y1 x2 y2 x3 y3 y4^x8^y8 z1^x4^y4 z0^y5^x7 x5^y7 x6 x7 y7^x10 x8^y9 y8^x9 x6^y6"),
+    row(false, SwizzleMode::VarZX, 1, "b0 x0 y0 x1 y1 x2 y2 x3 y4^x8^y8 z1^x4^y4 z0^y5^x7 x5^y7 y3 x6 x7^y9 y7^x9 x8^y8 x6^y6"),
+    row(false, SwizzleMode::VarZX, 2, "b0 b1 x0 y0 x1 y1 x2 y2 y4^x8^y8 z1^x4^y4 z0^y5^x7 x5^y7 x3 y3 x6^y9 x7^y8 y7^x8 x6^y6"),
+    row(false, SwizzleMode::VarZX, 3, "b0 b1 b2 x0 y0 x1 y1 x2 y4^x8^y8 z3^x4^y4 z2^y5^x7 z1^x5^y7 y2 x3 y3^x8 x6^y8 x7^y7 z0^x6^y6"),
+    row(false, SwizzleMode::VarRX, 0, "x0 x1 x2 x3 y0 y1 y2 y3 y4^x8^y8 z3^x4^y4 z2^y5^x7 z1^x5^y7 x6 x7 y7^x10 x8^y9 y8^x9 z0^x6^y6"),
+    row(false, SwizzleMode::VarRX, 1, "b0 x0 x1 x2 y0 y1 y2 x3 y4^x8^y8 z3^x4^y4 z2^y5^x7 z1^x5^y7 y3 x6 x7^y9 y7^x9 x8^y8 z0^x6^y6"),
+    row(false, SwizzleMode::VarRX, 2, "b0 b1 x0 x1 y0 y1 x2 y2 y4^x8^y8 z3^x4^y4 z2^y5^x7 z1^x5^y7 x3 y3 x6^y9 x7^y8 y7^x8 z0^x6^y6"),
+    row(false, SwizzleMode::VarRX, 3, "b0 b1 b2 x0 y0 x1 x2 y1 y4^x8^y8 z3^x4^y4 z2^y5^x7 z1^x5^y7 y2 x3 y3^x8 x6^y8 x7^y7 z0^x6^y6"),
+    row(false, SwizzleMode::VarRX, 4, "b0 b1 b2 b3 x0 y0 x1 y1 y4^x8^y8 z3^x4^y4 z2^y5^x7 z1^x5^y7 x2 y2 x3^y8 y3^x7 x6^y7 z0^x6^y6"),
+    row(true, SwizzleMode::Sw64KbST, 0, "x0 x1 z0 y0 z1 y1 x2 z2 y2 x3 z3^y4^x5 y3^x4^z4 x4 z4 y4 x5"),
+    row(true, SwizzleMode::Sw64KbST, 1, "b0 x0 z0 y0 z1 y1 x1 z2 y2 x2 z3^x4^y4 x3^y3^z4 x3 z4 y4 x4"),
+    row(true, SwizzleMode::Sw64KbST, 2, "b0 b1 x0 y0 z0 y1 x1 z1 y2 x2 z2^x4^y4 x3^y3^z3 x3 z3 y4 x4"),
+    row(true, SwizzleMode::Sw64KbST, 3, "b0 b1 b2 x0 z0 y0 x1 z1 y1 x2 z2^y3^x4 y2^x3^z3 x3 z3 y3 x4"),
+    row(true, SwizzleMode::Sw64KbST, 4, "b0 b1 b2 b3 z0 y0 x0 z1 y1 x1 z2^x3^y3 x2^y2^z3 x2 z3 y3 x3"),
+    row(true, SwizzleMode::Sw4KbSX, 0, "x0 x1 z0 y0 z1 y1 x2 z2 y2^x6^z6 x3^y5^z5 z3^y4^x5 y3^x4^z4"),
+    row(true, SwizzleMode::Sw4KbSX, 1, "b0 x0 z0 y0 z1 y1 x1 z2 y2^x5^z6 x2^y5^z5 z3^x4^y4 x3^y3^z4"),
+    row(true, SwizzleMode::Sw4KbSX, 2, "b0 b1 x0 y0 z0 y1 x1 z1 y2^x5^z5 x2^z4^y5 z2^x4^y4 x3^y3^z3"),
+    row(true, SwizzleMode::Sw4KbSX, 3, "b0 b1 b2 x0 z0 y0 x1 z1 y1^x5^z5 x2^y4^z4 z2^y3^x4 y2^x3^z3"),
+    row(true, SwizzleMode::Sw4KbSX, 4, "b0 b1 b2 b3 z0 y0 x0 z1 y1^x4^z5 x1^y4^z4 z2^x3^y3 x2^y2^z3"),
+    row(true, SwizzleMode::Sw64KbZX, 0, "x0 y0 x1 y1 x2 y2 x3 y3 y4^x8^y8 z1^x4^y4 z0^y5^x7 x5^y7 x6 x7 y7^x8 x6^y6"),
+    row(true, SwizzleMode::Sw64KbZX, 1, "b0 x0 y0 x1 y1 x2 y2 x3 y4^x8^y8 z1^x4^y4 z0^y5^x7 x5^y7 y3 x6 x7^y7 x6^y6"),
+    row(true, SwizzleMode::Sw64KbZX, 2, "b0 b1 x0 y0 x1 y1 x2 y2 y4^x8^y8 z1^x4^y4 z0^y5^x7 x5^y7 x3 y3 x6^y7 x6^y6"),
+    row(true, SwizzleMode::Sw64KbZX, 3, "b0 b1 b2 x0 y0 x1 y1 x2 y4^x8^y8 z3^x4^y4 z2^y5^x7 z1^x5^y7 y2 x3 y3^x7 z0^x6^y6"),
+    row(true, SwizzleMode::Sw64KbSX, 0, "x0 x1 z0 y0 z1 y1 x2 z2 y2^x6^z6 x3^y5^z5 z3^y4^x5 y3^x4^z4 x4 z4 y4 x5"),
+    row(true, SwizzleMode::Sw64KbSX, 1, "b0 x0 z0 y0 z1 y1 x1 z2 y2^x5^z6 x2^y5^z5 z3^x4^y4 x3^y3^z4 x3 z4 y4 x4"),
+    row(true, SwizzleMode::Sw64KbSX, 2, "b0 b1 x0 y0 z0 y1 x1 z1 y2^x5^z5 x2^z4^y5 z2^x4^y4 x3^y3^z3 x3 z3 y4 x4"),
+    row(true, SwizzleMode::Sw64KbSX, 3, "b0 b1 b2 x0 z0 y0 x1 z1 y1^x5^z5 x2^y4^z4 z2^y3^x4 y2^x3^z3 x3 z3 y3 x4"),
+    row(true, SwizzleMode::Sw64KbSX, 4, "b0 b1 b2 b3 z0 y0 x0 z1 y1^x4^z5 x1^y4^z4 z2^x3^y3 x2^y2^z3 x2 z3 y3 x3"),
+    row(true, SwizzleMode::Sw64KbDX, 0, "x0 x1 z0 y0 y1 z1 x2 z2 y4^x8^y8 x4^y4 y2^y5^x7 x5^y7 z3 x3 z4 y3^x6^y6"),
+    row(true, SwizzleMode::Sw64KbDX, 1, "b0 x0 z0 y0 x1 z1 y1 z2 y4^x8^y8 x4^y4 y2^y5^x7 z3^x5^y7 x2 z4 x3 y3^x6^y6"),
+    row(true, SwizzleMode::Sw64KbDX, 2, "b0 b1 x0 y0 x1 z0 y1 z1 y4^x8^y8 x4^y4 y2^y5^x7 z2^x5^y7 x2 z3 x3 y3^x6^y6"),
+    row(true, SwizzleMode::Sw64KbRX, 0, "x0 x1 x2 x3 y0 y1 y2 y3 y4^x8^y8 z3^x4^y4 z2^y5^x7 z1^x5^y7 x6 x7 y7^x8 z0^x6^y6"),
+    row(true, SwizzleMode::Sw64KbRX, 1, "b0 x0 x1 x2 y0 y1 y2 x3 y4^x8^y8 z3^x4^y4 z2^y5^x7 z1^x5^y7 y3 x6 x7^y7 z0^x6^y6"),
+    row(true, SwizzleMode::Sw64KbRX, 2, "b0 b1 x0 x1 y0 y1 x2 y2 y4^x8^y8 z3^x4^y4 z2^y5^x7 z1^x5^y7 x3 y3 x6^y7 z0^x6^y6"),
+    row(true, SwizzleMode::Sw64KbRX, 3, "b0 b1 b2 x0 y0 x1 x2 y1 y4^x8^y8 z3^x4^y4 z2^y5^x7 z1^x5^y7 y2 x3 y3^x7 z0^x6^y6"),
+    row(true, SwizzleMode::Sw64KbRX, 4, "b0 b1 b2 b3 x0 y0 x1 y1 y4^x8^y8 z2^x4^y4 z1^y5^x7 z0^x5^y7 x2 x3 y3^x6 y2^x6^y6"),
+    row(true, SwizzleMode::VarZX, 0, "x0 y0 x1 y1 x2 y2 x3 y3 y4^x8^y8 z1^x4^y4 z0^y5^x7 x5^y7 x6 x7 y7^x10 x8^y9 y8^x9 x6^y6"),
+    row(true, SwizzleMode::VarZX, 1, "b0 x0 y0 x1 y1 x2 y2 x3 y4^x8^y8 z1^x4^y4 z0^y5^x7 x5^y7 y3 x6 x7^y9 y7^x9 x8^y8 x6^y6"),
+    row(true, SwizzleMode::VarZX, 2, "b0 b1 x0 y0 x1 y1 x2 y2 y4^x8^y8 z1^x4^y4 z0^y5^x7 x5^y7 x3 y3 x6^y9 x7^y8 y7^x8 x6^y6"),
+    row(true, SwizzleMode::VarZX, 3, "b0 b1 b2 x0 y0 x1 y1 x2 y4^x8^y8 z3^x4^y4 z2^y5^x7 z1^x5^y7 y2 x3 y3^x8 x6^y8 x7^y7 z0^x6^y6"),
+    row(true, SwizzleMode::VarRX, 0, "x0 x1 x2 x3 y0 y1 y2 y3 y4^x8^y8 z3^x4^y4 z2^y5^x7 z1^x5^y7 x6 x7 y7^x10 x8^y9 y8^x9 z0^x6^y6"),
+    row(true, SwizzleMode::VarRX, 1, "b0 x0 x1 x2 y0 y1 y2 x3 y4^x8^y8 z3^x4^y4 z2^y5^x7 z1^x5^y7 y3 x6 x7^y9 y7^x9 x8^y8 z0^x6^y6"),
+    row(true, SwizzleMode::VarRX, 2, "b0 b1 x0 x1 y0 y1 x2 y2 y4^x8^y8 z3^x4^y4 z2^y5^x7 z1^x5^y7 x3 y3 x6^y9 x7^y8 y7^x8 z0^x6^y6"),
+    row(true, SwizzleMode::VarRX, 3, "b0 b1 b2 x0 y0 x1 x2 y1 y4^x8^y8 z3^x4^y4 z2^y5^x7 z1^x5^y7 y2 x3 y3^x8 x6^y8 x7^y7 z0^x6^y6"),
+    row(true, SwizzleMode::VarRX, 4, "b0 b1 b2 b3 x0 y0 x1 y1 y4^x8^y8 z3^x4^y4 z2^y5^x7 z1^x5^y7 x2 y2 x3^y8 y3^x7 x6^y7 z0^x6^y6"),
 ];

@@ -91,6 +91,8 @@ fn console_of_meta(meta: &Value) -> Option<Console> {
         Some(Console::SeriesX)
     } else if name.starts_with("lockhart") {
         Some(Console::SeriesS)
+    } else if name.starts_with("navi21") {
+        Some(Console::Navi21)
     } else {
         None
     }
