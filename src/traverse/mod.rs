@@ -10,6 +10,7 @@
 //! Strategies: [`FullStack`] (the default: a complete per-lane stack). Short stacks with
 //! restart or stackless walk-back plug in through the same trait (issue 6).
 
+pub mod rayfile;
 mod stack;
 mod tracer;
 
@@ -68,6 +69,8 @@ pub struct LaneHit {
     pub best_t: f32,
     /// Pointer and dwords of the accepted triangle, if any.
     pub best: Option<(u32, [u32; 4])>,
+    /// Primitive id of the accepted triangle.
+    pub best_prim: u32,
     /// TD clocks this lane's ray cost.
     pub clocks: u32,
 }
@@ -78,6 +81,7 @@ impl Default for LaneHit {
             tmin: 0.0,
             best_t: f32::INFINITY,
             best: None,
+            best_prim: u32::MAX,
             clocks: 0,
         }
     }
@@ -107,6 +111,8 @@ pub fn lane_ray(ray: &Ray) -> LaneRay {
 pub struct LaneOutput {
     /// Accepted triangle pointer and dwords, if any.
     pub best: Option<(u32, [u32; 4])>,
+    /// Its primitive id.
+    pub prim_id: u32,
     /// Closest t (meaningful only with `best`).
     pub t: f32,
     /// TD clocks the ray cost.
@@ -116,11 +122,19 @@ pub struct LaneOutput {
 /// Runs one wave over `rays` (at most `W`): sets up lanes, loops issuing the instruction
 /// for all active lanes until every lane is off, and writes each lane's result to `out`.
 /// `wave` is scratch reused between calls (its stacks keep their capacity).
+///
+/// Acceptance rules (the same as [`crate::bvh::closest_hit_scalar`]): a ray with
+/// `!(tmin <= tmax)` is not traced (its lane stays off; a NaN `tmax` is left to the
+/// instruction, which deactivates the lane). A triangle result counts when
+/// `t = t_num / t_denom` is finite, `tmin <= t <= best_t`, `prim_id(pointer, dwords)` is a
+/// primitive (not `u32::MAX`), and at an equal t only a smaller primitive id replaces the
+/// current hit, so the result does not depend on the traversal order.
 #[allow(clippy::too_many_arguments)]
-pub fn trace_wave<const W: usize, T: Traversal>(
+pub fn trace_wave<const W: usize, T: Traversal, P: Fn(u32, &[u32; 4]) -> u32>(
     intersector: &WaveIntersector,
     traversal: &T,
     root: u32,
+    prim_id: &P,
     query: Query,
     wave_index: u64,
     rays: &[Ray],
@@ -132,17 +146,16 @@ pub fn trace_wave<const W: usize, T: Traversal>(
     wave.index = wave_index;
     wave.exec = 0;
     for i in 0..W {
-        if let Some(ray) = rays.get(i) {
+        wave.state[i].hit = LaneHit::default();
+        wave.status[i] = LaneStatus::ExecOff;
+        let Some(ray) = rays.get(i) else {
+            continue;
+        };
+        if ray.tmin <= ray.tmax || ray.tmax.is_nan() {
             let first = traversal.begin(&mut wave.state[i].trav, root);
-            wave.state[i].hit = LaneHit {
-                tmin: ray.tmin,
-                best_t: ray.tmax,
-                best: None,
-                clocks: 0,
-            };
+            wave.state[i].hit.tmin = ray.tmin;
+            wave.state[i].hit.best_t = ray.tmax;
             wave.activate(i, first, lane_ray(ray));
-        } else {
-            wave.status[i] = LaneStatus::ExecOff;
         }
     }
     counters.rays += rays.len() as u64;
@@ -179,13 +192,21 @@ pub fn trace_wave<const W: usize, T: Traversal>(
                 if ty.triangle_index().is_some() && outcome == LaneOutcome::Tested {
                     // t = t_num / t_denom; a miss is {+inf, 1.0} and never wins.
                     let t = f32::from_bits(dwords[0]) / f32::from_bits(dwords[1]);
-                    if t >= lane.hit.tmin && t < lane.hit.best_t {
-                        lane.hit.best_t = t;
-                        lane.hit.best = Some((node, dwords));
-                        counters.trav_hits_accepted += 1;
-                        // The current closest t becomes the ray extent.
-                        wave.ray[i].extent = t;
-                        done = query == Query::AnyHit;
+                    if t >= lane.hit.tmin && t <= lane.hit.best_t && t < f32::INFINITY {
+                        let prim = prim_id(node, &dwords);
+                        let better = prim != u32::MAX
+                            && (lane.hit.best.is_none()
+                                || t < lane.hit.best_t
+                                || prim < lane.hit.best_prim);
+                        if better {
+                            lane.hit.best_t = t;
+                            lane.hit.best = Some((node, dwords));
+                            lane.hit.best_prim = prim;
+                            counters.trav_hits_accepted += 1;
+                            // The current closest t becomes the ray extent.
+                            wave.ray[i].extent = t;
+                            done = query == Query::AnyHit;
+                        }
                     }
                 }
                 if done {
@@ -196,7 +217,10 @@ pub fn trace_wave<const W: usize, T: Traversal>(
             };
             max_depth = max_depth.max(traversal.stack_depth(&lane.trav));
             match next {
-                Some(p) => wave.node[i] = p,
+                Some(p) => {
+                    intersector.prefetch(p);
+                    wave.node[i] = p;
+                }
                 None => wave.retire(i, LaneStatus::Finished),
             }
         }
@@ -209,6 +233,7 @@ pub fn trace_wave<const W: usize, T: Traversal>(
         }
         *o = LaneOutput {
             best: h.best,
+            prim_id: h.best_prim,
             t: h.best_t,
             clocks: h.clocks,
         };

@@ -7,6 +7,8 @@
 //! number of threads.
 
 use super::{hit_from_dwords, trace_wave, FullStack, LaneOutput, LaneState, Query, Traversal};
+use crate::bvh::query::barycentrics_f64;
+use crate::bvh::{BvhImage, Mesh};
 use crate::counters::Counters;
 use crate::hw::descriptor::{BvhDescriptor, TriangleReturnMode};
 use crate::hw::peak::{ConsoleConfig, SERIES_X};
@@ -87,7 +89,26 @@ pub struct WaveTracer {
     root: u32,
     cache: NodeCache,
     prim_ids: Box<dyn PrimitiveIds>,
+    /// The mesh, for mode-0 barycentrics (computed in f64 as the scalar reference does).
+    mesh: Option<Mesh>,
     config: WaveTracerConfig,
+}
+
+/// Primitive ids through a [`BvhImage`]'s side table, limited to the mesh's triangles.
+struct ImageIds {
+    image: BvhImage,
+    triangles: u32,
+}
+
+impl PrimitiveIds for ImageIds {
+    fn primitive_id(&self, triangle_pointer: u32, dwords: &[u32; 4]) -> u32 {
+        let prim = self.image.primitive_id(triangle_pointer, dwords);
+        if prim < self.triangles {
+            prim
+        } else {
+            u32::MAX
+        }
+    }
 }
 
 impl std::fmt::Debug for WaveTracer {
@@ -104,6 +125,29 @@ impl std::fmt::Debug for WaveTracer {
 }
 
 impl WaveTracer {
+    /// A tracer over `image`, built from `mesh`.
+    pub fn new(image: &BvhImage, mesh: &Mesh, config: WaveTracerConfig) -> WaveTracer {
+        let ids = ImageIds {
+            image: BvhImage {
+                bytes: Vec::new(),
+                ..image.clone()
+            },
+            triangles: mesh.len() as u32,
+        };
+        let mut tracer = WaveTracer::from_parts(
+            image.bytes.clone(),
+            0,
+            image.descriptor,
+            image.root,
+            Box::new(ids),
+            config,
+        );
+        if image.descriptor.triangle_return_mode == TriangleReturnMode::TriangleId {
+            tracer.mesh = Some(mesh.clone());
+        }
+        tracer
+    }
+
     /// From raw parts: the image `bytes` mapped at virtual address `va`, its descriptor, the
     /// root node pointer and the primitive-id map.
     pub fn from_parts(
@@ -122,6 +166,7 @@ impl WaveTracer {
             root,
             cache,
             prim_ids,
+            mesh: None,
             config,
         }
     }
@@ -184,6 +229,7 @@ impl WaveTracer {
         counters: &mut Counters,
     ) {
         let intersector = self.intersector();
+        let prim_id = |ptr: u32, dwords: &[u32; 4]| self.prim_ids.primitive_id(ptr, dwords);
         let block = CHUNK_WAVES * W;
         let run_block = |(b, (rays, out)): (usize, (&[Ray], &mut [LaneOutput]))| {
             let mut local = Counters::default();
@@ -193,6 +239,7 @@ impl WaveTracer {
                     &intersector,
                     traversal,
                     self.root,
+                    &prim_id,
                     query,
                     (b * CHUNK_WAVES + w) as u64,
                     rays,
@@ -221,14 +268,20 @@ impl WaveTracer {
         }
     }
 
-    fn to_hit(&self, o: &LaneOutput) -> Hit {
+    fn to_hit(&self, ray: &Ray, o: &LaneOutput) -> Hit {
         match o.best {
-            Some((ptr, dwords)) => hit_from_dwords(
-                o.t,
-                self.prim_ids.primitive_id(ptr, &dwords),
-                dwords,
-                self.descriptor.triangle_return_mode == TriangleReturnMode::Barycentrics,
-            ),
+            Some((_, dwords)) => {
+                let mut hit = hit_from_dwords(
+                    o.t,
+                    o.prim_id,
+                    dwords,
+                    self.descriptor.triangle_return_mode == TriangleReturnMode::Barycentrics,
+                );
+                if let Some(mesh) = &self.mesh {
+                    hit.bary = barycentrics_f64(ray, mesh.triangle(o.prim_id));
+                }
+                hit
+            }
             None => Hit::MISS,
         }
     }
@@ -245,8 +298,8 @@ impl Tracer for WaveTracer {
         assert_eq!(rays.len(), hits.len(), "one hit per ray");
         let mut out = vec![LaneOutput::default(); rays.len()];
         self.trace_raw(rays, Query::ClosestHit, &mut out, counters);
-        for (h, o) in hits.iter_mut().zip(&out) {
-            *h = self.to_hit(o);
+        for ((h, o), ray) in hits.iter_mut().zip(&out).zip(rays) {
+            *h = self.to_hit(ray, o);
         }
         if let Some(clocks) = ray_clocks {
             assert_eq!(clocks.len(), rays.len(), "one clock count per ray");

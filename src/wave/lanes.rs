@@ -2,11 +2,11 @@
 //! the wave instruction that runs `image_bvh_intersect_ray` for every active lane.
 
 use super::intersector::{
-    box_query, grow_factor, out_of_bounds, triangle_query_x4, BvhMemory, DecodedBox, LaneRay,
-    NodeCache, TriangleLane, BOX_MISS, LANES, TRIANGLE_MISS,
+    box_query, grow_factor, out_of_bounds, prefetch_lines, triangle_query_x4, BvhMemory,
+    DecodedBox, LaneRay, NodeCache, TriangleLane, BOX_MISS, LANES,
 };
 use crate::hw::descriptor::BvhDescriptor;
-use crate::hw::instruction::{InactiveReason, LaneOutcome};
+use crate::hw::instruction::{miss_encoding, InactiveReason, LaneOutcome};
 use crate::hw::pointer::{NodePointer, NodeType};
 
 /// Why a lane is (in)active.
@@ -164,6 +164,7 @@ enum Fetched<'a> {
     Triangle(&'a [u8]),
     User,
     OutOfBounds,
+    Unmapped,
 }
 
 impl<'a> WaveIntersector<'a> {
@@ -190,7 +191,7 @@ impl<'a> WaveIntersector<'a> {
             return Fetched::User;
         }
         let Some(offset) = self.memory.offset(&self.descriptor, ptr, ty.fetch_bytes()) else {
-            return Fetched::OutOfBounds;
+            return Fetched::Unmapped;
         };
         let bytes: &'a [u8] = &self.memory.bytes[offset..offset + ty.fetch_bytes()];
         match ty {
@@ -204,6 +205,22 @@ impl<'a> WaveIntersector<'a> {
                 }
             }
             _ => Fetched::Triangle(bytes),
+        }
+    }
+
+    /// Hints the CPU to load the node `ptr` names (no effect on results): called by
+    /// traversals as soon as a lane's next node is known, so that the load overlaps the
+    /// other lanes' work.
+    #[inline]
+    pub fn prefetch(&self, ptr: u32) {
+        let ptr = NodePointer::from_u32(ptr);
+        let ty = ptr.node_type();
+        let Some(offset) = self.memory.offset(&self.descriptor, ptr, 64) else {
+            return;
+        };
+        match (ty.is_box(), self.cache) {
+            (true, Some(cache)) => cache.prefetch(offset),
+            _ => prefetch_lines(self.memory.bytes[offset..].as_ptr(), 1),
         }
     }
 
@@ -237,11 +254,7 @@ impl<'a> WaveIntersector<'a> {
             let ptr = NodePointer::from_u32(wave.node[i]);
             let ty = ptr.node_type();
             if let Some(reason) = ray.inactive_reason() {
-                out.dwords[i] = if ty.triangle_index().is_some() {
-                    TRIANGLE_MISS
-                } else {
-                    BOX_MISS
-                };
+                out.dwords[i] = miss_encoding(ty);
                 out.outcome[i] = LaneOutcome::Inactive(reason);
                 if reason == InactiveReason::InfiniteOrigin {
                     cost.inf_origin += 1;
@@ -251,13 +264,13 @@ impl<'a> WaveIntersector<'a> {
                 continue;
             }
             match self.fetch(ptr) {
-                Fetched::OutOfBounds => {
-                    out.dwords[i] = if ty.triangle_index().is_some() {
-                        TRIANGLE_MISS
+                fetched @ (Fetched::OutOfBounds | Fetched::Unmapped) => {
+                    out.dwords[i] = miss_encoding(ty);
+                    out.outcome[i] = if matches!(fetched, Fetched::OutOfBounds) {
+                        LaneOutcome::OutOfBounds
                     } else {
-                        BOX_MISS
+                        LaneOutcome::Unmapped
                     };
-                    out.outcome[i] = LaneOutcome::OutOfBounds;
                     cost.out_of_bounds += 1;
                 }
                 Fetched::User => {
