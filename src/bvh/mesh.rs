@@ -55,7 +55,6 @@ impl Mesh {
             single_index: false,
             ignore_points: true,
             ignore_lines: true,
-            ..Default::default()
         };
         let mut reader = text;
         let loaded = tobj::load_obj_buf(&mut reader, &options, |_| {

@@ -44,6 +44,10 @@ pub struct BvhArgs {
     /// Split the references of large triangles.
     #[arg(long)]
     pub splits: bool,
+    /// Leaf chains: fan clusters in one triangle node behind one box slot (type k = triangles
+    /// k..0); needs --tris-per-node 2 or 4.
+    #[arg(long)]
+    pub chains: bool,
     /// Descriptor box grow (ULPs).
     #[arg(long, default_value_t = 0)]
     pub grow: u8,
@@ -76,6 +80,7 @@ pub fn run(args: BvhArgs) -> Result<i32> {
         spatial_splits: args.splits,
         box_grow_ulps: args.grow,
         box_sort: true,
+        leaf_chains: args.chains,
     };
     let mut pool = rayon::ThreadPoolBuilder::new();
     if let Some(n) = args.threads {
