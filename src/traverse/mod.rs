@@ -1,3 +1,273 @@
 //! Traversal "shaders": per-lane loops that issue one intersect instruction per step.
 //!
-//! (Being written.)
+//! A traversal is a [`Traversal`] strategy (what a lane does with the four dwords the
+//! instruction returns: which node to ask for next) driven by one shared wave loop
+//! ([`trace_wave`]) that, per step, issues the instruction for every active lane at once
+//! (lanes may ask for different node types in the same step), then lets each lane consume
+//! its result. Hit bookkeeping (closest hit / any hit, software `tmin`, `t = t_num / t_denom`
+//! against the current closest, passed back as the ray extent) is common to all strategies.
+//!
+//! Strategies: [`FullStack`] (the default: a complete per-lane stack). Short stacks with
+//! restart or stackless walk-back plug in through the same trait (issue 6).
+
+pub mod rayfile;
+mod stack;
+mod tracer;
+
+pub use stack::FullStack;
+pub use tracer::{PrimitiveIds, Strategy, WaveTracer, WaveTracerConfig};
+
+use crate::counters::Counters;
+use crate::hw::instruction::LaneOutcome;
+use crate::hw::pointer::{NodePointer, NodeType};
+use crate::math::{Hit, Ray};
+use crate::wave::intersector::{LaneRay, INVALID};
+use crate::wave::{td, LaneStatus, Wave, WaveIntersector, WaveResults};
+
+/// A traversal strategy: the per-lane part of a traversal shader.
+///
+/// `Lane` is the lane's private state (its stack, trail, ...). The wave loop calls
+/// [`Traversal::begin`] once per ray, then after each instruction either
+/// [`Traversal::after_box`] (the lane asked for a box node) or [`Traversal::after_leaf`]
+/// (triangle, user or failed node), and stops the lane when they return `None`.
+pub trait Traversal: Sync {
+    type Lane: Default + Send;
+
+    /// Short name for reports ("full-stack").
+    fn name(&self) -> &'static str;
+
+    /// Resets `lane` for a new ray; returns the first node to ask for.
+    fn begin(&self, lane: &mut Self::Lane, root: u32) -> u32;
+
+    /// The lane's box query returned `children` (nearest first when sorting is on, invalid
+    /// pointers as 0xFFFFFFFF). Returns the next node, or `None` when the lane is done.
+    fn after_box(&self, lane: &mut Self::Lane, node: u32, children: [u32; 4]) -> Option<u32>;
+
+    /// The lane's leaf (triangle, user node, or a node that failed) is done. Returns the next
+    /// node, or `None` when the lane is done.
+    fn after_leaf(&self, lane: &mut Self::Lane, node: u32) -> Option<u32>;
+
+    /// Current stack depth (entries), for `trav.max_stack_depth`.
+    fn stack_depth(&self, lane: &Self::Lane) -> usize;
+}
+
+/// Closest hit or any hit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Query {
+    /// Find the nearest hit in `[tmin, tmax]`.
+    ClosestHit,
+    /// Stop at the first hit in `[tmin, tmax]` (shadow rays).
+    AnyHit,
+}
+
+/// Hit bookkeeping of one lane, common to all strategies.
+#[derive(Clone, Copy, Debug)]
+pub struct LaneHit {
+    /// Software `tmin` (the instruction has none).
+    pub tmin: f32,
+    /// Current closest t (initially `tmax`); passed to the instruction as the extent.
+    pub best_t: f32,
+    /// Pointer and dwords of the accepted triangle, if any.
+    pub best: Option<(u32, [u32; 4])>,
+    /// Primitive id of the accepted triangle.
+    pub best_prim: u32,
+    /// TD clocks this lane's ray cost.
+    pub clocks: u32,
+}
+
+impl Default for LaneHit {
+    fn default() -> Self {
+        LaneHit {
+            tmin: 0.0,
+            best_t: f32::INFINITY,
+            best: None,
+            best_prim: u32::MAX,
+            clocks: 0,
+        }
+    }
+}
+
+/// A lane's state in the wave loop: the strategy's part and the hit bookkeeping.
+#[derive(Debug, Default)]
+pub struct LaneState<L> {
+    pub trav: L,
+    pub hit: LaneHit,
+}
+
+/// The VGPRs a driver sets up for a ray: extent = tmax, inverse direction = 1 / dir (f32
+/// division; 1/±0 = ±inf).
+pub fn lane_ray(ray: &Ray) -> LaneRay {
+    let dir = ray.dir.to_array();
+    LaneRay {
+        extent: ray.tmax,
+        origin: ray.origin.to_array(),
+        dir,
+        inv_dir: dir.map(|d| 1.0 / d),
+    }
+}
+
+/// What one wave produced per lane.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LaneOutput {
+    /// Accepted triangle pointer and dwords, if any.
+    pub best: Option<(u32, [u32; 4])>,
+    /// Its primitive id.
+    pub prim_id: u32,
+    /// Closest t (meaningful only with `best`).
+    pub t: f32,
+    /// TD clocks the ray cost.
+    pub clocks: u32,
+}
+
+/// Runs one wave over `rays` (at most `W`): sets up lanes, loops issuing the instruction
+/// for all active lanes until every lane is off, and writes each lane's result to `out`.
+/// `wave` is scratch reused between calls (its stacks keep their capacity).
+///
+/// Acceptance rules (the same as [`crate::bvh::closest_hit_scalar`]): a ray with
+/// `!(tmin <= tmax)` is not traced (its lane stays off; a NaN `tmax` is left to the
+/// instruction, which deactivates the lane). A triangle result counts when
+/// `t = t_num / t_denom` is finite, `tmin <= t <= best_t`, `prim_id(pointer, dwords)` is a
+/// primitive (not `u32::MAX`), and at an equal t only a smaller primitive id replaces the
+/// current hit, so the result does not depend on the traversal order.
+#[allow(clippy::too_many_arguments)]
+pub fn trace_wave<const W: usize, T: Traversal, P: Fn(u32, &[u32; 4]) -> u32>(
+    intersector: &WaveIntersector,
+    traversal: &T,
+    root: u32,
+    prim_id: &P,
+    query: Query,
+    wave_index: u64,
+    rays: &[Ray],
+    wave: &mut Wave<W, LaneState<T::Lane>>,
+    out: &mut [LaneOutput],
+    counters: &mut Counters,
+) {
+    assert!(rays.len() <= W && out.len() >= rays.len());
+    wave.index = wave_index;
+    wave.exec = 0;
+    for i in 0..W {
+        wave.state[i].hit = LaneHit::default();
+        wave.status[i] = LaneStatus::ExecOff;
+        let Some(ray) = rays.get(i) else {
+            continue;
+        };
+        if ray.tmin <= ray.tmax || ray.tmax.is_nan() {
+            let first = traversal.begin(&mut wave.state[i].trav, root);
+            wave.state[i].hit.tmin = ray.tmin;
+            wave.state[i].hit.best_t = ray.tmax;
+            wave.activate(i, first, lane_ray(ray));
+        }
+    }
+    counters.rays += rays.len() as u64;
+    counters.waves += 1;
+    counters.lanes_empty += (W - rays.len()) as u64;
+
+    let mut results = WaveResults::<W>::default();
+    let mut max_depth = 0usize;
+    while wave.exec != 0 {
+        let issued = wave.exec.count_ones();
+        let cost = intersector.issue(wave, &mut results);
+        td::charge(counters, wave.index, W, issued, &cost);
+        // Wave-wide effects after all lanes are computed: each lane consumes its dwords.
+        let mut exec = wave.exec;
+        while exec != 0 {
+            let i = exec.trailing_zeros() as usize;
+            exec &= exec - 1;
+            let node = wave.node[i];
+            let outcome = results.outcome[i];
+            if let LaneOutcome::Inactive(reason) = outcome {
+                wave.retire(i, LaneStatus::Deactivated(reason));
+                continue;
+            }
+            let dwords = results.dwords[i];
+            let lane = &mut wave.state[i];
+            if outcome == LaneOutcome::Tested {
+                lane.hit.clocks += 1;
+            }
+            let ty = NodePointer::from_u32(node).node_type();
+            let next = if ty.is_box() {
+                traversal.after_box(&mut lane.trav, node, dwords)
+            } else {
+                let mut done = false;
+                if ty.triangle_index().is_some() && outcome == LaneOutcome::Tested {
+                    // t = t_num / t_denom; a miss is {+inf, 1.0} and never wins.
+                    let t = f32::from_bits(dwords[0]) / f32::from_bits(dwords[1]);
+                    if t >= lane.hit.tmin && t <= lane.hit.best_t && t < f32::INFINITY {
+                        let prim = prim_id(node, &dwords);
+                        let better = prim != u32::MAX
+                            && (lane.hit.best.is_none()
+                                || t < lane.hit.best_t
+                                || prim < lane.hit.best_prim);
+                        if better {
+                            lane.hit.best_t = t;
+                            lane.hit.best = Some((node, dwords));
+                            lane.hit.best_prim = prim;
+                            counters.trav_hits_accepted += 1;
+                            // The current closest t becomes the ray extent.
+                            wave.ray[i].extent = t;
+                            done = query == Query::AnyHit;
+                        }
+                    }
+                }
+                if done {
+                    None
+                } else {
+                    traversal.after_leaf(&mut lane.trav, node)
+                }
+            };
+            max_depth = max_depth.max(traversal.stack_depth(&lane.trav));
+            match next {
+                Some(p) => {
+                    intersector.prefetch(p);
+                    wave.node[i] = p;
+                }
+                None => wave.retire(i, LaneStatus::Finished),
+            }
+        }
+    }
+    counters.trav_max_stack_depth = counters.trav_max_stack_depth.max(max_depth as u64);
+    for (i, o) in out.iter_mut().enumerate().take(rays.len()) {
+        let h = &wave.state[i].hit;
+        if h.best.is_some() {
+            counters.rays_hit += 1;
+        }
+        *o = LaneOutput {
+            best: h.best,
+            prim_id: h.best_prim,
+            t: h.best_t,
+            clocks: h.clocks,
+        };
+    }
+}
+
+/// Turns a lane's accepted triangle into a [`Hit`] (mode 1 dwords give barycentrics:
+/// `I / t_denom`, `J / t_denom`; front face = `t_denom > 0`, `semantics.md` 7.3).
+pub fn hit_from_dwords(t: f32, prim_id: u32, dwords: [u32; 4], barycentrics: bool) -> Hit {
+    let t_denom = f32::from_bits(dwords[1]);
+    let bary = if barycentrics {
+        [
+            f32::from_bits(dwords[2]) / t_denom,
+            f32::from_bits(dwords[3]) / t_denom,
+        ]
+    } else {
+        [0.0; 2]
+    };
+    Hit {
+        t,
+        prim_id,
+        bary,
+        front_face: t_denom > 0.0,
+    }
+}
+
+/// Whether `p` is a child pointer (not the invalid value).
+#[inline]
+pub fn is_child(p: u32) -> bool {
+    p != INVALID
+}
+
+/// The node type of a pointer (convenience for strategies).
+#[inline]
+pub fn node_type(p: u32) -> NodeType {
+    NodePointer::from_u32(p).node_type()
+}

@@ -1,7 +1,23 @@
 //! The wave execution model: waves of 32 or 64 lanes, exec masks, the SIMD intersector and
 //! the TD cost model.
 //!
-//! (Being written. The [`Tracer`] trait is the contract the renderer and profiler use.)
+//! - [`lanes`]: [`Wave`], the lanes' VGPRs, exec mask and [`LaneStatus`], and
+//!   [`WaveIntersector`], which runs one wave instruction for every active lane.
+//! - [`intersector`]: the `wide` (SIMD) box and triangle tests, bit-identical to the
+//!   scalar reference [`crate::hw::image_bvh_intersect_ray`].
+//! - [`td`]: which TD runs a wave, and what an instruction costs it.
+//! - [`microbench`]: this machine's emulated instruction rate.
+//!
+//! The traversal shaders that drive waves, and the [`Tracer`] implementation
+//! `WaveTracer`, live one layer up in [`crate::traverse`].
+
+pub mod intersector;
+pub mod lanes;
+pub mod microbench;
+pub mod td;
+
+pub use intersector::{BvhMemory, DecodedBox, LaneRay, NodeCache, LANES};
+pub use lanes::{InstructionCost, LaneStatus, Wave, WaveIntersector, WaveResults, WaveWidth};
 
 use crate::counters::Counters;
 use crate::math::{Hit, Ray};

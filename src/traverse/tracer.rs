@@ -1,0 +1,320 @@
+//! `WaveTracer`: the wave model behind the [`Tracer`] trait.
+//!
+//! Rays are cut into waves of 32 or 64 consecutive rays; wave `w` of a call runs on TD
+//! `w mod TDs` (see [`crate::wave::td`]). Rayon runs blocks of [`CHUNK_WAVES`] waves in
+//! parallel; block boundaries and wave indices do not depend on the thread count and the
+//! per-block counters are merged in block order, so hits and counters are identical for any
+//! number of threads.
+
+use super::{hit_from_dwords, trace_wave, FullStack, LaneOutput, LaneState, Query, Traversal};
+use crate::bvh::query::barycentrics_f64;
+use crate::bvh::{BvhImage, Mesh};
+use crate::counters::Counters;
+use crate::hw::descriptor::{BvhDescriptor, TriangleReturnMode};
+use crate::hw::peak::{ConsoleConfig, SERIES_X};
+use crate::math::{Hit, Ray};
+use crate::wave::{BvhMemory, NodeCache, Tracer, Wave, WaveIntersector, WaveWidth};
+use rayon::prelude::*;
+
+/// Waves per parallel block.
+pub const CHUNK_WAVES: usize = 16;
+
+/// Which traversal shader runs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize)]
+pub enum Strategy {
+    /// Complete per-lane stack ([`FullStack`]).
+    #[default]
+    FullStack,
+}
+
+impl Strategy {
+    /// Name used on the command line and in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Strategy::FullStack => "full-stack",
+        }
+    }
+
+    /// From its name.
+    pub fn from_name(name: &str) -> Option<Strategy> {
+        match name {
+            "full-stack" => Some(Strategy::FullStack),
+            _ => None,
+        }
+    }
+}
+
+/// How a [`WaveTracer`] runs.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct WaveTracerConfig {
+    /// wave32 or wave64.
+    pub wave: WaveWidth,
+    /// The console whose TD count the report leads with (both are always counted).
+    pub console: ConsoleConfig,
+    /// The traversal shader.
+    pub strategy: Strategy,
+    /// Run blocks of waves on the rayon pool (results are the same either way).
+    pub parallel: bool,
+}
+
+impl Default for WaveTracerConfig {
+    fn default() -> Self {
+        WaveTracerConfig {
+            wave: WaveWidth::W32,
+            console: SERIES_X,
+            strategy: Strategy::FullStack,
+            parallel: true,
+        }
+    }
+}
+
+/// Maps an accepted triangle (its pointer and the instruction's four dwords) to the
+/// application's primitive id.
+pub trait PrimitiveIds: Send + Sync {
+    fn primitive_id(&self, triangle_pointer: u32, dwords: &[u32; 4]) -> u32;
+}
+
+impl<F: Fn(u32, &[u32; 4]) -> u32 + Send + Sync> PrimitiveIds for F {
+    fn primitive_id(&self, triangle_pointer: u32, dwords: &[u32; 4]) -> u32 {
+        self(triangle_pointer, dwords)
+    }
+}
+
+/// The wave model as a [`Tracer`]: a BVH byte image, its descriptor and root, a cache of
+/// decoded box nodes, and the primitive-id map.
+pub struct WaveTracer {
+    bytes: Vec<u8>,
+    va: u64,
+    descriptor: BvhDescriptor,
+    root: u32,
+    cache: NodeCache,
+    prim_ids: Box<dyn PrimitiveIds>,
+    /// The mesh, for mode-0 barycentrics (computed in f64 as the scalar reference does).
+    mesh: Option<Mesh>,
+    config: WaveTracerConfig,
+}
+
+/// Primitive ids through a [`BvhImage`]'s side table, limited to the mesh's triangles.
+struct ImageIds {
+    image: BvhImage,
+    triangles: u32,
+}
+
+impl PrimitiveIds for ImageIds {
+    fn primitive_id(&self, triangle_pointer: u32, dwords: &[u32; 4]) -> u32 {
+        let prim = self.image.primitive_id(triangle_pointer, dwords);
+        if prim < self.triangles {
+            prim
+        } else {
+            u32::MAX
+        }
+    }
+}
+
+impl std::fmt::Debug for WaveTracer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WaveTracer")
+            .field("bytes", &self.bytes.len())
+            .field("va", &self.va)
+            .field("descriptor", &self.descriptor)
+            .field("root", &self.root)
+            .field("decoded_boxes", &self.cache.len())
+            .field("config", &self.config)
+            .finish()
+    }
+}
+
+impl WaveTracer {
+    /// A tracer over `image`, built from `mesh`.
+    pub fn new(image: &BvhImage, mesh: &Mesh, config: WaveTracerConfig) -> WaveTracer {
+        let ids = ImageIds {
+            image: BvhImage {
+                bytes: Vec::new(),
+                ..image.clone()
+            },
+            triangles: mesh.len() as u32,
+        };
+        let mut tracer = WaveTracer::from_parts(
+            image.bytes.clone(),
+            0,
+            image.descriptor,
+            image.root,
+            Box::new(ids),
+            config,
+        );
+        if image.descriptor.triangle_return_mode == TriangleReturnMode::TriangleId {
+            tracer.mesh = Some(mesh.clone());
+        }
+        tracer
+    }
+
+    /// From raw parts: the image `bytes` mapped at virtual address `va`, its descriptor, the
+    /// root node pointer and the primitive-id map.
+    pub fn from_parts(
+        bytes: Vec<u8>,
+        va: u64,
+        descriptor: BvhDescriptor,
+        root: u32,
+        prim_ids: Box<dyn PrimitiveIds>,
+        config: WaveTracerConfig,
+    ) -> WaveTracer {
+        let cache = NodeCache::build(&BvhMemory { bytes: &bytes, va }, &descriptor, root);
+        WaveTracer {
+            bytes,
+            va,
+            descriptor,
+            root,
+            cache,
+            prim_ids,
+            mesh: None,
+            config,
+        }
+    }
+
+    pub fn config(&self) -> &WaveTracerConfig {
+        &self.config
+    }
+
+    /// Changes the configuration (wave width, console, strategy, parallelism).
+    pub fn set_config(&mut self, config: WaveTracerConfig) {
+        self.config = config;
+    }
+
+    pub fn descriptor(&self) -> &BvhDescriptor {
+        &self.descriptor
+    }
+
+    pub fn root(&self) -> u32 {
+        self.root
+    }
+
+    /// The wave instruction over this tracer's image.
+    pub fn intersector(&self) -> WaveIntersector<'_> {
+        WaveIntersector::new(
+            BvhMemory {
+                bytes: &self.bytes,
+                va: self.va,
+            },
+            self.descriptor,
+            Some(&self.cache),
+        )
+    }
+
+    /// Traces `rays` and returns each lane's raw result (accepted triangle pointer and
+    /// dwords, t, clocks), adding to `counters`.
+    pub fn trace_raw(
+        &self,
+        rays: &[Ray],
+        query: Query,
+        out: &mut [LaneOutput],
+        counters: &mut Counters,
+    ) {
+        assert_eq!(rays.len(), out.len(), "one output per ray");
+        match (self.config.wave, self.config.strategy) {
+            (WaveWidth::W32, Strategy::FullStack) => {
+                self.run::<32, _>(&FullStack, rays, query, out, counters)
+            }
+            (WaveWidth::W64, Strategy::FullStack) => {
+                self.run::<64, _>(&FullStack, rays, query, out, counters)
+            }
+        }
+    }
+
+    fn run<const W: usize, T: Traversal>(
+        &self,
+        traversal: &T,
+        rays: &[Ray],
+        query: Query,
+        out: &mut [LaneOutput],
+        counters: &mut Counters,
+    ) {
+        let intersector = self.intersector();
+        let prim_id = |ptr: u32, dwords: &[u32; 4]| self.prim_ids.primitive_id(ptr, dwords);
+        let block = CHUNK_WAVES * W;
+        let run_block = |(b, (rays, out)): (usize, (&[Ray], &mut [LaneOutput]))| {
+            let mut local = Counters::default();
+            let mut wave: Box<Wave<W, LaneState<T::Lane>>> = Box::new(Wave::new(0));
+            for (w, (rays, out)) in rays.chunks(W).zip(out.chunks_mut(W)).enumerate() {
+                trace_wave(
+                    &intersector,
+                    traversal,
+                    self.root,
+                    &prim_id,
+                    query,
+                    (b * CHUNK_WAVES + w) as u64,
+                    rays,
+                    &mut wave,
+                    out,
+                    &mut local,
+                );
+            }
+            local
+        };
+        let locals: Vec<Counters> = if self.config.parallel && rays.len() > block {
+            rays.par_chunks(block)
+                .zip(out.par_chunks_mut(block))
+                .enumerate()
+                .map(run_block)
+                .collect()
+        } else {
+            rays.chunks(block)
+                .zip(out.chunks_mut(block))
+                .enumerate()
+                .map(run_block)
+                .collect()
+        };
+        for l in &locals {
+            counters.merge(l);
+        }
+    }
+
+    fn to_hit(&self, ray: &Ray, o: &LaneOutput) -> Hit {
+        match o.best {
+            Some((_, dwords)) => {
+                let mut hit = hit_from_dwords(
+                    o.t,
+                    o.prim_id,
+                    dwords,
+                    self.descriptor.triangle_return_mode == TriangleReturnMode::Barycentrics,
+                );
+                if let Some(mesh) = &self.mesh {
+                    hit.bary = barycentrics_f64(ray, mesh.triangle(o.prim_id));
+                }
+                hit
+            }
+            None => Hit::MISS,
+        }
+    }
+}
+
+impl Tracer for WaveTracer {
+    fn closest_hits(
+        &self,
+        rays: &[Ray],
+        hits: &mut [Hit],
+        ray_clocks: Option<&mut [u32]>,
+        counters: &mut Counters,
+    ) {
+        assert_eq!(rays.len(), hits.len(), "one hit per ray");
+        let mut out = vec![LaneOutput::default(); rays.len()];
+        self.trace_raw(rays, Query::ClosestHit, &mut out, counters);
+        for ((h, o), ray) in hits.iter_mut().zip(&out).zip(rays) {
+            *h = self.to_hit(ray, o);
+        }
+        if let Some(clocks) = ray_clocks {
+            assert_eq!(clocks.len(), rays.len(), "one clock count per ray");
+            for (c, o) in clocks.iter_mut().zip(&out) {
+                *c = o.clocks;
+            }
+        }
+    }
+
+    fn any_hits(&self, rays: &[Ray], occluded: &mut [bool], counters: &mut Counters) {
+        assert_eq!(rays.len(), occluded.len(), "one flag per ray");
+        let mut out = vec![LaneOutput::default(); rays.len()];
+        self.trace_raw(rays, Query::AnyHit, &mut out, counters);
+        for (h, o) in occluded.iter_mut().zip(&out) {
+            *h = o.best.is_some();
+        }
+    }
+}

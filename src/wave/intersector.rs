@@ -1,0 +1,505 @@
+//! The SIMD intersector: one `image_bvh_intersect_ray` wave instruction for all active lanes.
+//!
+//! Bit-identical to the scalar reference [`crate::hw::image_bvh_intersect_ray`]
+//! (`../shared/spec/semantics.md` section 12); `tests/wave_simd.rs` checks this on millions
+//! of seeded random lanes. Built on `wide::f32x4` ([`LANES`] = 4), which `wide` maps to
+//! SSE, NEON or WASM SIMD, or plain arrays: no AVX-512 or FMA assumption.
+//!
+//! - A box query tests the lane's four child boxes at once: vector element c is child c.
+//!   Ray values are lane-uniform and broadcast.
+//! - Triangle queries are gathered across lanes: vector element j is the j-th lane that
+//!   asked for a triangle in this instruction, four lanes per vector step.
+//!
+//! All arithmetic is f32, one rounding per operation, no FMA (`wide`'s `+ - *` are plain
+//! IEEE operations; `mul_add` is never used). minNum/maxNum (NaN dropped) come from `wide`'s
+//! `min`/`max`, which are NaN-ignoring on every backend (STYLE.md "Traps"); the raw
+//! `fast_min`/`fast_max` (x86 `minps`/`maxps`, which return the second operand on NaN) are
+//! deliberately not used. `tests/wave_simd.rs` pins this choice.
+//!
+//! Nodes are read from the BVH byte image; box nodes can be pre-decoded once into
+//! [`DecodedBox`] (an exact re-layout: f32 copied, f16 widened exactly) by [`NodeCache`], so
+//! that the hot loop loads six aligned vectors instead of transposing 24 scalars.
+
+use crate::hw::descriptor::{BvhDescriptor, TriangleReturnMode};
+use crate::hw::node::TRIANGLE_VERTICES;
+use crate::hw::pointer::{NodePointer, NodeType};
+use half::f16;
+use wide::f32x4;
+
+/// CPU SIMD width of the intersector (f32 elements per vector).
+pub const LANES: usize = 4;
+
+/// The pointer value of a missing child / missed box.
+pub const INVALID: u32 = NodePointer::INVALID;
+
+/// Box miss encoding (also the user-node result): four invalid pointers.
+pub const BOX_MISS: [u32; 4] = [INVALID; 4];
+
+/// Triangle miss encoding: `{+inf, 1.0, 0, 0}`.
+pub const TRIANGLE_MISS: [u32; 4] = [0x7f80_0000, 0x3f80_0000, 0, 0];
+
+/// One lane's ray VGPRs 1-10 (A16 = 0): the scalar reference's register type.
+pub type LaneRay = crate::hw::instruction::RayRegisters;
+
+/// A box node re-laid out for the vector test: element c of each vector is child c.
+#[repr(C, align(16))]
+#[derive(Clone, Copy, Debug)]
+pub struct DecodedBox {
+    /// min.x, min.y, min.z of the four children.
+    pub lo: [f32x4; 3],
+    /// max.x, max.y, max.z of the four children.
+    pub hi: [f32x4; 3],
+    /// The four child pointers, verbatim.
+    pub children: [u32; 4],
+}
+
+#[inline]
+fn f32_at(bytes: &[u8], offset: usize) -> f32 {
+    f32::from_le_bytes(bytes[offset..offset + 4].try_into().unwrap())
+}
+
+#[inline]
+fn u32_at(bytes: &[u8], offset: usize) -> u32 {
+    u32::from_le_bytes(bytes[offset..offset + 4].try_into().unwrap())
+}
+
+impl DecodedBox {
+    /// From the 128 bytes of an FP32 box node (`semantics.md` 4.1).
+    pub fn from_box32(bytes: &[u8]) -> DecodedBox {
+        let mut lo = [[0f32; 4]; 3];
+        let mut hi = [[0f32; 4]; 3];
+        for c in 0..4 {
+            for a in 0..3 {
+                lo[a][c] = f32_at(bytes, 16 + 24 * c + 4 * a);
+                hi[a][c] = f32_at(bytes, 16 + 24 * c + 12 + 4 * a);
+            }
+        }
+        DecodedBox {
+            lo: lo.map(f32x4::new),
+            hi: hi.map(f32x4::new),
+            children: std::array::from_fn(|c| u32_at(bytes, 4 * c)),
+        }
+    }
+
+    /// From the 64 bytes of an FP16 box node, widening each binary16 exactly
+    /// (`semantics.md` 6.1).
+    pub fn from_box16(bytes: &[u8]) -> DecodedBox {
+        let h = |offset: usize| {
+            f16::from_bits(u16::from_le_bytes([bytes[offset], bytes[offset + 1]])).to_f32()
+        };
+        let mut lo = [[0f32; 4]; 3];
+        let mut hi = [[0f32; 4]; 3];
+        for c in 0..4 {
+            for a in 0..3 {
+                lo[a][c] = h(16 + 12 * c + 2 * a);
+                hi[a][c] = h(16 + 12 * c + 6 + 2 * a);
+            }
+        }
+        DecodedBox {
+            lo: lo.map(f32x4::new),
+            hi: hi.map(f32x4::new),
+            children: std::array::from_fn(|c| u32_at(bytes, 4 * c)),
+        }
+    }
+
+    /// Child slots that hold a real child (pointer not 0xFFFFFFFF).
+    #[inline]
+    pub fn useful_slots(&self) -> u32 {
+        self.children.iter().filter(|&&c| c != INVALID).count() as u32
+    }
+}
+
+/// The f32 factor `1 + G * 2^-24` that grows the far distance (`semantics.md` 5.2), rounded
+/// once as f32 like AMD's emulation computes it.
+#[inline]
+pub fn grow_factor(box_grow_ulps: u8) -> f32 {
+    // G * 2^-24 is exact in f32 (G < 256); the sum rounds once.
+    1.0f32 + box_grow_ulps as f32 * 5.960_464_5e-8
+}
+
+/// The ray/box test of four children at once and the sorting network
+/// (`semantics.md` 5.1-5.7). Returns the four result dwords.
+#[inline]
+pub fn box_query(node: &DecodedBox, ray: &LaneRay, grow: f32, sort: bool) -> [u32; 4] {
+    let mut near = [f32x4::ZERO; 3];
+    let mut far = [f32x4::ZERO; 3];
+    for a in 0..3 {
+        let o = f32x4::splat(ray.origin[a]);
+        let r = f32x4::splat(ray.inv_dir[a]);
+        // p_lo = (b0.a - o.a) * r.a ; p_hi = (b1.a - o.a) * r.a   (two roundings each)
+        let p_lo = (node.lo[a] - o) * r;
+        let p_hi = (node.hi[a] - o) * r;
+        // r.a >= 0 (true for -0, false for -inf): near = p_lo, far = p_hi; else swapped.
+        // r.a is lane-uniform, so this is a scalar choice.
+        if ray.inv_dir[a] >= 0.0 {
+            near[a] = p_lo;
+            far[a] = p_hi;
+        } else {
+            near[a] = p_hi;
+            far[a] = p_lo;
+        }
+    }
+    // tnear_raw = maxNum(maxNum(near.x, near.y), near.z); tfar_raw = minNum(...) (NaN dropped)
+    let tnear_raw = near[0].max(near[1]).max(near[2]);
+    let tfar_raw = far[0].min(far[1]).min(far[2]);
+    // tnear = maxNum(tnear_raw, 0); tfar = minNum(tfar_raw, E)
+    let tnear = tnear_raw.max(f32x4::ZERO);
+    let tfar = tfar_raw.min(f32x4::splat(ray.extent));
+    // hit = !isnan(tnear_raw) && !isnan(tfar_raw) && tnear <= tfar * grow
+    let nan = tnear_raw.is_nan() | tfar_raw.is_nan();
+    let inside = tnear.simd_le(tfar * f32x4::splat(grow));
+    let hit_bits = inside.to_bitmask() & !nan.to_bitmask();
+    let keys = tnear.to_array();
+    // Missed children become INVALID (branch-free select on the hit bit).
+    let ptr: [u32; 4] = std::array::from_fn(|c| {
+        let keep = ((hit_bits >> c) & 1).wrapping_neg();
+        (node.children[c] & keep) | (INVALID & !keep)
+    });
+    if sort {
+        sort_network(ptr, keys)
+    } else {
+        ptr
+    }
+}
+
+/// The five-comparator network (0,2),(1,3),(0,1),(2,3),(1,2): swap when the second entry is
+/// valid and strictly nearer, or when the first entry is invalid (`semantics.md` 5.7).
+/// Branch-free (the swaps are data-dependent and unpredictable).
+#[inline]
+fn sort_network(ptr: [u32; 4], key: [f32; 4]) -> [u32; 4] {
+    let mut p = ptr;
+    let mut k = key.map(f32::to_bits);
+    #[inline(always)]
+    fn cmp_swap(p: &mut [u32; 4], k: &mut [u32; 4], a: usize, b: usize) {
+        // swap = (p[b] != INVALID && key[b] < key[a]) || p[a] == INVALID
+        let swap =
+            ((p[b] != INVALID) & (f32::from_bits(k[b]) < f32::from_bits(k[a]))) | (p[a] == INVALID);
+        let m = (swap as u32).wrapping_neg();
+        let dp = (p[a] ^ p[b]) & m;
+        p[a] ^= dp;
+        p[b] ^= dp;
+        let dk = (k[a] ^ k[b]) & m;
+        k[a] ^= dk;
+        k[b] ^= dk;
+    }
+    cmp_swap(&mut p, &mut k, 0, 2);
+    cmp_swap(&mut p, &mut k, 1, 3);
+    cmp_swap(&mut p, &mut k, 0, 1);
+    cmp_swap(&mut p, &mut k, 2, 3);
+    cmp_swap(&mut p, &mut k, 1, 2);
+    p
+}
+
+/// One lane's triangle query, gathered: vertices and ray already rotated so that the ray's
+/// dominant axis is "z" (`semantics.md` 7.2 step 1).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TriangleLane {
+    /// v0, v1, v2 (triangle k's vertices in hardware order), each rotated.
+    pub v: [[f32; 3]; 3],
+    /// Rotated origin.
+    pub origin: [f32; 3],
+    /// Rotated direction (z is the dominant component).
+    pub dir: [f32; 3],
+    /// Word@60 of the node.
+    pub word: u32,
+    /// Triangle index k (pointer bits 1:0).
+    pub k: u32,
+}
+
+/// The dominant-axis rotation: x dominant -> (y,z,x), y dominant -> (z,x,y), else identity,
+/// ties resolved x first, then y. Returns the index permutation.
+#[inline]
+pub fn dominant_rotation(dir: [f32; 3]) -> [usize; 3] {
+    let mag = dir.map(f32::abs);
+    // max_mag = max(|x|, max(|y|, |z|)) (NaN-ignoring; direction is never NaN here)
+    let max_mag = mag[0].max(mag[1].max(mag[2]));
+    if mag[0] == max_mag {
+        [1, 2, 0]
+    } else if mag[1] == max_mag {
+        [2, 0, 1]
+    } else {
+        [0, 1, 2]
+    }
+}
+
+impl TriangleLane {
+    /// Gathers triangle `k` of the 64-byte node at `bytes` for `ray`.
+    #[inline]
+    pub fn gather(bytes: &[u8], k: usize, ray: &LaneRay) -> TriangleLane {
+        let rot = dominant_rotation(ray.dir);
+        let vertex = |v: usize| -> [f32; 3] { rot.map(|a| f32_at(bytes, 12 * v + 4 * a)) };
+        let tv = TRIANGLE_VERTICES[k];
+        TriangleLane {
+            v: [vertex(tv[0]), vertex(tv[1]), vertex(tv[2])],
+            origin: rot.map(|a| ray.origin[a]),
+            dir: rot.map(|a| ray.dir[a]),
+            word: u32_at(bytes, 60),
+            k: k as u32,
+        }
+    }
+}
+
+/// Up to [`LANES`] triangle queries at once (`semantics.md` 7.2-7.6). `out[j]` receives
+/// lane j's four dwords; entries past `lanes.len()` are untouched.
+pub fn triangle_query_x4(lanes: &[TriangleLane], mode: TriangleReturnMode, out: &mut [[u32; 4]]) {
+    debug_assert!(lanes.len() <= LANES && out.len() >= lanes.len());
+    let n = lanes.len();
+    // Transpose the gathered lanes into vectors (element j = lane j; unused elements 0).
+    let col = |f: &dyn Fn(&TriangleLane) -> f32| -> f32x4 {
+        let mut a = [0f32; LANES];
+        for (j, l) in lanes.iter().enumerate() {
+            a[j] = f(l);
+        }
+        f32x4::new(a)
+    };
+    let ox = col(&|l| l.origin[0]);
+    let oy = col(&|l| l.origin[1]);
+    let oz = col(&|l| l.origin[2]);
+    let dx = col(&|l| l.dir[0]);
+    let dy = col(&|l| l.dir[1]);
+    let dz = col(&|l| l.dir[2]);
+    // A = v0 - o, B = v1 - o, C = v2 - o
+    let ax = col(&|l| l.v[0][0]) - ox;
+    let ay = col(&|l| l.v[0][1]) - oy;
+    let az = col(&|l| l.v[0][2]) - oz;
+    let bx = col(&|l| l.v[1][0]) - ox;
+    let by = col(&|l| l.v[1][1]) - oy;
+    let bz = col(&|l| l.v[1][2]) - oz;
+    let cx = col(&|l| l.v[2][0]) - ox;
+    let cy = col(&|l| l.v[2][1]) - oy;
+    let cz = col(&|l| l.v[2][2]) - oz;
+    // Shear without division: A'.x = A.x*d.z - d.x*A.z ; A'.y = A.y*d.z - d.y*A.z (same B, C)
+    let ax_s = ax * dz - dx * az;
+    let ay_s = ay * dz - dy * az;
+    let bx_s = bx * dz - dx * bz;
+    let by_s = by * dz - dy * bz;
+    let cx_s = cx * dz - dx * cz;
+    let cy_s = cy * dz - dy * cz;
+    // U = C'.x*B'.y - C'.y*B'.x ; V = A'.x*C'.y - A'.y*C'.x ; W = B'.x*A'.y - B'.y*A'.x
+    let u = cx_s * by_s - cy_s * bx_s;
+    let v = ax_s * cy_s - ay_s * cx_s;
+    let w = bx_s * ay_s - by_s * ax_s;
+    // t_num = (U*A.z + V*B.z) + W*C.z ; t_denom = (U*d.z + V*d.z) + W*d.z
+    let t_num = (u * az + v * bz) + w * cz;
+    let t_den = (u * dz + v * dz) + w * dz;
+
+    let zero = f32x4::ZERO;
+    // Mixed signs: any(U,V,W < 0) && any(U,V,W > 0)
+    let any_neg = u.simd_lt(zero) | v.simd_lt(zero) | w.simd_lt(zero);
+    let any_pos = u.simd_gt(zero) | v.simd_gt(zero) | w.simd_gt(zero);
+    let mut missed = any_neg & any_pos;
+    // Degenerate: t_denom == 0 (either sign)
+    missed |= t_den.simd_eq(zero);
+    // Behind: t_num with t_denom's sign applied is < 0 (t = 0 hits: -0 < 0 is false)
+    let t_den_neg = t_den.simd_lt(zero);
+    let t_num_neg = t_num.simd_lt(zero);
+    let t_num_pos = t_num.simd_gt(zero);
+    missed |= t_den_neg.select(t_num_pos, t_num_neg);
+    // Not enough precision: t_num is NaN
+    missed |= t_num.is_nan();
+    // Exact-zero edge tie-break; winding = t_denom > 0
+    let winding = t_den.simd_gt(zero);
+    let tie = |e: f32x4, ay: f32x4, by: f32x4, cy: f32x4| -> f32x4 {
+        // horizontal = By == 0 && Cy == 0 -> miss when Ay > 0 (bottom edge)
+        let by0 = by.simd_eq(zero);
+        let horizontal = by0 & cy.simd_eq(zero);
+        let bottom = ay.simd_gt(zero);
+        // else: first vertex below second = By < 0 || (By == 0 && Cy > 0); miss when
+        // that XOR winding (right edge)
+        let below = by.simd_lt(zero) | (by0 & cy.simd_gt(zero));
+        let right = below ^ winding;
+        e.simd_eq(zero) & horizontal.select(bottom, right)
+    };
+    missed |= tie(u, ay_s, by_s, cy_s);
+    missed |= tie(v, by_s, cy_s, ay_s);
+    missed |= tie(w, cy_s, ay_s, by_s);
+
+    let missed = missed.to_bitmask();
+    // A hit at t_num = ±0 (origin on the triangle) returns t_denom = 1.0: what the vendor
+    // model behind the shared test vectors does (every vector flagged `t_zero`), matching
+    // the scalar reference. t = 0 is unaffected; only the sign of t_denom is lost.
+    let t_den = t_num.simd_eq(zero).select(f32x4::ONE, t_den);
+    let t_num = t_num.to_array();
+    let t_den = t_den.to_array();
+    let uvw = [u.to_array(), v.to_array(), w.to_array()];
+    let dz = dz.to_array();
+    for j in 0..n {
+        out[j] = if missed & (1 << j) != 0 {
+            TRIANGLE_MISS
+        } else {
+            let l = &lanes[j];
+            match mode {
+                TriangleReturnMode::TriangleId => [
+                    t_num[j].to_bits(),
+                    t_den[j].to_bits(),
+                    l.word.wrapping_add(l.k),
+                    1,
+                ],
+                TriangleReturnMode::Barycentrics => {
+                    let nibble = l.word >> (8 * l.k);
+                    // Source 3 is undefined; treated like 0 (semantics.md 4.4).
+                    let src = |s: u32| if s == 3 { 0 } else { s as usize };
+                    let i_src = src(nibble & 3);
+                    let j_src = src((nibble >> 2) & 3);
+                    // I_num = E_I * d.z ; J_num = E_J * d.z
+                    [
+                        t_num[j].to_bits(),
+                        t_den[j].to_bits(),
+                        (uvw[i_src][j] * dz[j]).to_bits(),
+                        (uvw[j_src][j] * dz[j]).to_bits(),
+                    ]
+                }
+            }
+        };
+    }
+}
+
+/// Pre-decoded box nodes of one BVH image, stored sparsely at their own 64-byte block index
+/// (one 128-byte, cache-line aligned entry per block, untouched for non-box blocks) so that a
+/// pointer finds its decode with one load and can be prefetched without a dependent load.
+/// Each entry is tagged with the node type it was decoded as; a pointer of the other box
+/// type at the same address falls back to decoding the bytes.
+#[derive(Clone, Debug, Default)]
+pub struct NodeCache {
+    entries: Vec<CacheEntry>,
+    decoded: usize,
+}
+
+/// One cache entry: a decoded box and the pointer type it was decoded for (0 = empty).
+#[repr(C, align(64))]
+#[derive(Clone, Copy, Debug)]
+struct CacheEntry {
+    node: DecodedBox,
+    tag: u32,
+}
+
+const EMPTY_ENTRY: CacheEntry = CacheEntry {
+    node: DecodedBox {
+        lo: [f32x4::ZERO; 3],
+        hi: [f32x4::ZERO; 3],
+        children: [INVALID; 4],
+    },
+    tag: 0,
+};
+
+const _: () = assert!(std::mem::size_of::<CacheEntry>() == 128);
+
+impl NodeCache {
+    /// Decodes every box node reachable from `root` in `memory`. Pointers that leave the
+    /// memory are skipped (the instruction handles them).
+    pub fn build(memory: &BvhMemory, descriptor: &BvhDescriptor, root: u32) -> NodeCache {
+        let blocks = memory.bytes.len() / 64;
+        let mut cache = NodeCache {
+            entries: vec![EMPTY_ENTRY; blocks],
+            decoded: 0,
+        };
+        let mut todo = vec![root];
+        while let Some(p) = todo.pop() {
+            if p == INVALID {
+                continue;
+            }
+            let ptr = NodePointer::from_u32(p);
+            let ty = ptr.node_type();
+            if !ty.is_box() || out_of_bounds(descriptor, ptr) {
+                continue;
+            }
+            let Some(offset) = memory.offset(descriptor, ptr, ty.fetch_bytes()) else {
+                continue;
+            };
+            if offset % 64 != 0 {
+                continue;
+            }
+            let entry = &mut cache.entries[offset / 64];
+            if entry.tag != 0 {
+                continue;
+            }
+            let node_bytes = &memory.bytes[offset..offset + ty.fetch_bytes()];
+            entry.node = if ty == NodeType::BoxF32 {
+                DecodedBox::from_box32(node_bytes)
+            } else {
+                DecodedBox::from_box16(node_bytes)
+            };
+            entry.tag = ty as u32;
+            cache.decoded += 1;
+            todo.extend(entry.node.children);
+        }
+        cache
+    }
+
+    /// The decoded box for a box node of type `ty` at byte `offset` in memory, if cached.
+    #[inline]
+    pub fn get(&self, ty: NodeType, offset: usize) -> Option<&DecodedBox> {
+        let e = self.entries.get(offset / 64)?;
+        (e.tag == ty as u32).then_some(&e.node)
+    }
+
+    /// Hints the CPU to load the entry for byte `offset` (no effect on results).
+    #[inline]
+    pub fn prefetch(&self, offset: usize) {
+        if let Some(e) = self.entries.get(offset / 64) {
+            prefetch_lines(e as *const CacheEntry as *const u8, 2);
+        }
+    }
+
+    /// Number of decoded box nodes.
+    pub fn len(&self) -> usize {
+        self.decoded
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.decoded == 0
+    }
+}
+
+/// Prefetches `lines` 64-byte cache lines from `p` (a hint; no-op off x86-64).
+#[inline(always)]
+pub fn prefetch_lines(p: *const u8, lines: usize) {
+    #[cfg(target_arch = "x86_64")]
+    for l in 0..lines {
+        // SAFETY: prefetching is a hint and never faults, whatever the address.
+        unsafe {
+            core::arch::x86_64::_mm_prefetch(
+                p.wrapping_add(64 * l) as *const i8,
+                core::arch::x86_64::_MM_HINT_T0,
+            );
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (p, lines);
+}
+
+/// The descriptor's bounds check (`semantics.md` 3.3): out of range iff node_addr > size, or
+/// for a box32 node node_addr + 1 > size.
+#[inline]
+pub fn out_of_bounds(descriptor: &BvhDescriptor, ptr: NodePointer) -> bool {
+    let addr = ptr.address_64();
+    let size = descriptor.size_minus_one;
+    addr > size || (ptr.node_type() == NodeType::BoxF32 && addr.saturating_add(1) > size)
+}
+
+/// The memory the instruction fetches from: `bytes` mapped at virtual address `va`.
+#[derive(Clone, Copy, Debug)]
+pub struct BvhMemory<'a> {
+    pub bytes: &'a [u8],
+    pub va: u64,
+}
+
+impl BvhMemory<'_> {
+    /// Byte offset in `bytes` of the node `ptr` points to, if `len` bytes are mapped there
+    /// and the offset is 64-byte aligned.
+    #[inline]
+    pub fn offset(
+        &self,
+        descriptor: &BvhDescriptor,
+        ptr: NodePointer,
+        len: usize,
+    ) -> Option<usize> {
+        let address = ptr.fetch_address(descriptor.base_address_256);
+        let offset = usize::try_from(address.checked_sub(self.va)?).ok()?;
+        if offset.checked_add(len)? <= self.bytes.len() {
+            Some(offset)
+        } else {
+            None
+        }
+    }
+}

@@ -1,0 +1,122 @@
+//! The TD cost model: which TD runs a wave, and what each wave instruction costs it.
+//!
+//! Hardware (`rt-hardware.md` "Where the hardware sits"): every WGP has 2 TDs; per clock a TD
+//! runs one lane's box query (four AABBs) or one lane's triangle test. Inactive lanes (exec
+//! off, NaN registers, infinite origin) cost nothing; user nodes and out-of-bounds lanes are
+//! not tested and cost nothing either.
+//!
+//! Policy (documented choice, the hardware's wave placement is not public): wave `w` of a
+//! dispatch runs on TD `w mod TDs`, round-robin by wave index. A wave instruction with `n`
+//! lanes that reach the TD costs that TD `n` clocks, whatever mixture of box and triangle
+//! queries the lanes asked for. The modelled time of a dispatch is the busiest TD's clocks
+//! divided by the clock rate (all TDs run in parallel).
+//!
+//! The same waves are assigned to both consoles' TD arrays (Series S: 20, Series X: 52), so
+//! one run reports both.
+
+use super::lanes::InstructionCost;
+use crate::counters::{Counters, TdCounters};
+use crate::hw::peak::ConsoleConfig;
+
+/// TD that runs wave `wave_index` on `console` (round-robin).
+#[inline]
+pub fn td_of_wave(console: &ConsoleConfig, wave_index: u64) -> usize {
+    (wave_index % console.tds() as u64) as usize
+}
+
+/// Charges one wave instruction of a `width`-lane wave to `counters`: totals, and the wave's
+/// TD on both consoles. `issued_lanes` is the number of lanes in exec when it was issued.
+#[inline]
+pub fn charge(
+    counters: &mut Counters,
+    wave_index: u64,
+    width: usize,
+    issued_lanes: u32,
+    cost: &InstructionCost,
+) {
+    counters.trav_iterations += 1;
+    counters.trav_lane_steps += issued_lanes as u64;
+    counters.lanes_nan += cost.nan as u64;
+    counters.lanes_inf_origin += cost.inf_origin as u64;
+    counters.td_user_nodes += cost.user_nodes as u64;
+    counters.td_out_of_bounds += cost.out_of_bounds as u64;
+    counters.trav_box_nodes += cost.box_queries as u64;
+    if cost.clocks == 0 {
+        // Nothing reached a TD: no instruction is charged.
+        return;
+    }
+    let td = TdCounters {
+        clocks: cost.clocks as u64,
+        instructions: 1,
+        box_queries: cost.box_queries as u64,
+        aabb_tests: 4 * cost.box_queries as u64,
+        aabb_useful: cost.aabb_useful as u64,
+        triangle_tests: cost.triangle_tests as u64,
+        lanes_active: cost.clocks as u64,
+        lanes_available: width as u64,
+    };
+    counters.td_instructions += 1;
+    counters.td_clocks += td.clocks;
+    counters.td_box_queries += td.box_queries;
+    counters.td_aabb_tests += td.aabb_tests;
+    counters.td_aabb_useful += td.aabb_useful;
+    counters.td_triangle_tests += td.triangle_tests;
+    counters.lanes_active += td.lanes_active;
+    counters.lanes_available += td.lanes_available;
+    counters.per_td.ensure_len();
+    let s = (wave_index % counters.per_td.series_s.len() as u64) as usize;
+    counters.per_td.series_s[s].merge(&td);
+    let x = (wave_index % counters.per_td.series_x.len() as u64) as usize;
+    counters.per_td.series_x[x].merge(&td);
+}
+
+/// Busiest / mean / least busy TD clocks of `console` in `counters`.
+pub fn td_balance(counters: &Counters, console: &ConsoleConfig) -> (u64, f64, u64) {
+    let tds = counters.per_td.for_console(console).unwrap_or(&[]);
+    let n = console.tds() as usize;
+    let clocks: Vec<u64> = (0..n).map(|i| tds.get(i).map_or(0, |t| t.clocks)).collect();
+    let max = clocks.iter().copied().max().unwrap_or(0);
+    let min = clocks.iter().copied().min().unwrap_or(0);
+    let mean = clocks.iter().sum::<u64>() as f64 / n.max(1) as f64;
+    (min, mean, max)
+}
+
+/// Modelled TD-busy seconds of `console`: the busiest TD's clocks over the clock rate.
+pub fn modelled_seconds(counters: &Counters, console: &ConsoleConfig) -> f64 {
+    let (_, _, max) = td_balance(counters, console);
+    console.seconds_for_clocks(max)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hw::peak::{SERIES_S, SERIES_X};
+
+    #[test]
+    fn round_robin_by_wave_index() {
+        assert_eq!(td_of_wave(&SERIES_S, 0), 0);
+        assert_eq!(td_of_wave(&SERIES_S, 21), 1);
+        assert_eq!(td_of_wave(&SERIES_X, 51), 51);
+        assert_eq!(td_of_wave(&SERIES_X, 52), 0);
+    }
+
+    #[test]
+    fn an_instruction_charges_its_wave_td_on_both_consoles() {
+        let mut c = Counters::default();
+        let cost = InstructionCost {
+            clocks: 17,
+            box_queries: 12,
+            aabb_useful: 40,
+            triangle_tests: 5,
+            ..Default::default()
+        };
+        charge(&mut c, 25, 64, 20, &cost);
+        assert_eq!(c.per_td.series_s[5].clocks, 17);
+        assert_eq!(c.per_td.series_x[25].clocks, 17);
+        assert_eq!(c.per_td.series_s[5].aabb_tests, 48);
+        assert_eq!(c.lanes_available, 64);
+        assert_eq!(c.trav_lane_steps, 20);
+        assert_eq!(td_balance(&c, &SERIES_S), (0, 17.0 / 20.0, 17));
+        assert_eq!(modelled_seconds(&c, &SERIES_X), 17.0 / 1825e6);
+    }
+}

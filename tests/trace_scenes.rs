@@ -1,0 +1,105 @@
+//! The wave tracer against Embree's reference hits on the shared scenes
+//! (`../shared/data/scenes/README.md`): on the rays where all ten reference tracers agree
+//! (`.agree` byte 10), at least 99.99 % must agree (same miss, or t within relative 1e-4).
+//!
+//! Known exception, sponza diffuse (99.979 %): 27 rays start a few centimetres from long,
+//! thin triangles (10.8 x 0.03 units); the hardware's division-free t
+//! (`t_num = U*A.z + V*B.z + W*C.z`, `semantics.md` 7.2) cancels there and t is off by up to
+//! 3e-3 relative (checked in f64 on two rays: Embree is right). The instruction is bit-exact to the
+//! scalar reference on those rays, so this is the modelled hardware's precision, not a
+//! traversal error. For that set the test requires 99.97 %, the same primitive as Embree on
+//! every disagreement with t within 1e-2, and identity with `closest_hit_scalar` there.
+
+use std::path::{Path, PathBuf};
+use wavetrace::bvh::{build, closest_hit_scalar, BuildOptions, BvhImage, Mesh};
+use wavetrace::counters::Counters;
+use wavetrace::math::Hit;
+use wavetrace::traverse::rayfile::{parse_hits, read_rays};
+use wavetrace::traverse::{WaveTracer, WaveTracerConfig};
+use wavetrace::wave::{Tracer, WaveWidth};
+
+fn scenes() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/scenes")
+}
+
+fn check(image: &BvhImage, mesh: &Mesh, tracer: &WaveTracer, scene: &str, set: &str) {
+    let dir = scenes();
+    let rays = read_rays(&dir.join(format!("{scene}_{set}.rays"))).unwrap();
+    let hits_path = dir.join(format!("{scene}_{set}.hits"));
+    let reference = parse_hits(&hits_path, &std::fs::read(&hits_path).unwrap()).unwrap();
+    let agree = std::fs::read(dir.join(format!("{scene}_{set}.agree"))).unwrap();
+    assert_eq!(rays.len(), reference.len());
+    assert_eq!(rays.len(), agree.len());
+    let mut hits = vec![Hit::MISS; rays.len()];
+    let mut counters = Counters::default();
+    tracer.closest_hits(&rays, &mut hits, None, &mut counters);
+    let (mut considered, mut agreeing) = (0u64, 0u64);
+    for i in 0..rays.len() {
+        if agree[i] != 10 {
+            continue;
+        }
+        considered += 1;
+        let (t_ref, id_ref) = reference[i];
+        let h = &hits[i];
+        let ok = if id_ref == u32::MAX {
+            !h.is_hit()
+        } else {
+            h.is_hit() && ((h.t - t_ref).abs() <= 1e-4 * t_ref.abs())
+        };
+        if ok {
+            agreeing += 1;
+        } else {
+            // Only the precision of the hardware's t may differ (see the module docs).
+            assert_eq!(h.prim_id, id_ref, "{scene} {set} ray {i}: other primitive");
+            assert!(
+                (h.t - t_ref).abs() <= 1e-2 * t_ref.abs(),
+                "{scene} {set} ray {i}: {} vs {t_ref}",
+                h.t
+            );
+            assert_eq!(*h, closest_hit_scalar(image, mesh, &rays[i]), "ray {i}");
+        }
+    }
+    let share = agreeing as f64 / considered as f64;
+    eprintln!(
+        "{scene} {set}: {agreeing}/{considered} agree ({:.5} %), {} mesh triangles",
+        100.0 * share,
+        mesh.len()
+    );
+    assert!(considered > 60_000);
+    let required = if (scene, set) == ("sponza", "diffuse") {
+        0.9997
+    } else {
+        0.9999
+    };
+    assert!(
+        share >= required,
+        "{scene} {set}: only {agreeing}/{considered} agree"
+    );
+    assert_eq!(counters.rays, rays.len() as u64);
+    assert!(counters.td_clocks > 0 && counters.td_box_queries > 0);
+}
+
+fn scene(scene: &str, wave: WaveWidth) {
+    let mesh = Mesh::load_obj(&scenes().join(format!("{scene}.obj.gz"))).unwrap();
+    let built = build(&mesh, &BuildOptions::default()).unwrap();
+    let tracer = WaveTracer::new(
+        &built.image,
+        &mesh,
+        WaveTracerConfig {
+            wave,
+            ..Default::default()
+        },
+    );
+    check(&built.image, &mesh, &tracer, scene, "primary");
+    check(&built.image, &mesh, &tracer, scene, "diffuse");
+}
+
+#[test]
+fn bunny_agrees_with_embree() {
+    scene("bunny", WaveWidth::W32);
+}
+
+#[test]
+fn sponza_agrees_with_embree() {
+    scene("sponza", WaveWidth::W64);
+}
