@@ -1,12 +1,92 @@
-//! `wavetrace peak` (being written).
+//! `wavetrace peak [--json]`: the documented peak tables and, beside them, this machine's
+//! emulated instruction rate (one thread) as a share of each console's peak.
 
-use wavetrace::Result;
+use serde::Serialize;
+use std::time::Duration;
+use wavetrace::counters::report::peak_table;
+use wavetrace::hw::peak::{format_giga, CONSOLES, TD_COUNT_NOTE};
+use wavetrace::wave::microbench::{measure, InstructionRate};
+use wavetrace::{Error, Result};
 
 #[derive(clap::Args)]
-pub struct PeakArgs {}
+pub struct PeakArgs {
+    /// Print one JSON object instead of tables.
+    #[arg(long)]
+    pub json: bool,
+    /// Microbenchmark time per instruction kind, milliseconds.
+    #[arg(long, default_value_t = 300)]
+    pub millis: u64,
+}
 
-pub fn run(_args: PeakArgs) -> Result<i32> {
-    Err(wavetrace::Error::Other(
-        "wavetrace peak is not built yet".into(),
-    ))
+#[derive(Serialize)]
+struct ConsolePeak {
+    name: &'static str,
+    codename: &'static str,
+    clock_mhz: u32,
+    wgps: u32,
+    tds: u32,
+    peak_box_tests_per_second: f64,
+    peak_triangle_tests_per_second: f64,
+    host_box_share: f64,
+    host_triangle_share: f64,
+}
+
+#[derive(Serialize)]
+struct PeakJson {
+    consoles: Vec<ConsolePeak>,
+    td_count_note: &'static str,
+    host: InstructionRate,
+}
+
+pub fn run(args: PeakArgs) -> Result<i32> {
+    let host = measure(Duration::from_millis(args.millis));
+    let consoles: Vec<ConsolePeak> = CONSOLES
+        .iter()
+        .map(|c| ConsolePeak {
+            name: c.name,
+            codename: c.codename,
+            clock_mhz: c.clock_mhz,
+            wgps: c.wgps,
+            tds: c.tds(),
+            peak_box_tests_per_second: c.peak_box_tests_per_second(),
+            peak_triangle_tests_per_second: c.peak_triangle_tests_per_second(),
+            host_box_share: host.box_tests_per_second / c.peak_box_tests_per_second(),
+            host_triangle_share: host.triangle_tests_per_second
+                / c.peak_triangle_tests_per_second(),
+        })
+        .collect();
+    if args.json {
+        let json = serde_json::to_string_pretty(&PeakJson {
+            consoles,
+            td_count_note: TD_COUNT_NOTE,
+            host,
+        })
+        .map_err(|e| Error::Other(format!("cannot encode JSON: {e}")))?;
+        println!("{json}");
+        return Ok(0);
+    }
+    print!("{}", peak_table());
+    println!();
+    println!(
+        "this machine, 1 thread, wave{} instructions (emulated):",
+        host.wave_lanes
+    );
+    println!(
+        "  AABB tests per s:     {:>10} G ({:.2} M box queries/s)",
+        format_giga(host.box_tests_per_second),
+        host.box_queries_per_second / 1e6
+    );
+    println!(
+        "  triangle tests per s: {:>10} G",
+        format_giga(host.triangle_tests_per_second)
+    );
+    for c in &consoles {
+        println!(
+            "  share of {} peak: AABB {:.4} %, triangle {:.4} %",
+            c.name,
+            100.0 * c.host_box_share,
+            100.0 * c.host_triangle_share
+        );
+    }
+    Ok(0)
 }

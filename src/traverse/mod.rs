@@ -217,7 +217,10 @@ pub fn trace_wave<const W: usize, T: Traversal, P: Fn(u32, &[u32; 4]) -> u32>(
             };
             max_depth = max_depth.max(traversal.stack_depth(&lane.trav));
             match next {
-                Some(p) => wave.node[i] = p,
+                Some(p) => {
+                    intersector.prefetch(p);
+                    wave.node[i] = p;
+                }
                 None => wave.retire(i, LaneStatus::Finished),
             }
         }

@@ -32,7 +32,19 @@ impl Traversal for FullStack {
 
     #[inline]
     fn after_box(&self, lane: &mut StackLane, _node: u32, children: [u32; 4]) -> Option<u32> {
-        // Sorted results have no holes, but unsorted ones may: skip invalid slots.
+        let valid = children.map(is_child);
+        let n = valid.iter().filter(|&&v| v).count();
+        if valid[..n].iter().all(|&v| v) {
+            // No holes (always so when sorting is on): go to children[0], push the rest so
+            // that children[1] pops first.
+            if n == 0 {
+                return lane.stack.pop();
+            }
+            let reversed = [children[3], children[2], children[1]];
+            lane.stack.extend_from_slice(&reversed[4 - n..]);
+            return Some(children[0]);
+        }
+        // Unsorted results may have holes: skip invalid slots.
         let mut next = None;
         for &c in children.iter().rev() {
             if is_child(c) {

@@ -150,12 +150,11 @@ pub fn box_query(node: &DecodedBox, ray: &LaneRay, grow: f32, sort: bool) -> [u3
     let inside = tnear.simd_le(tfar * f32x4::splat(grow));
     let hit_bits = inside.to_bitmask() & !nan.to_bitmask();
     let keys = tnear.to_array();
-    let mut ptr = [INVALID; 4];
-    for (c, p) in ptr.iter_mut().enumerate() {
-        if hit_bits & (1 << c) != 0 {
-            *p = node.children[c];
-        }
-    }
+    // Missed children become INVALID (branch-free select on the hit bit).
+    let ptr: [u32; 4] = std::array::from_fn(|c| {
+        let keep = ((hit_bits >> c) & 1).wrapping_neg();
+        (node.children[c] & keep) | (INVALID & !keep)
+    });
     if sort {
         sort_network(ptr, keys)
     } else {
@@ -165,21 +164,30 @@ pub fn box_query(node: &DecodedBox, ray: &LaneRay, grow: f32, sort: bool) -> [u3
 
 /// The five-comparator network (0,2),(1,3),(0,1),(2,3),(1,2): swap when the second entry is
 /// valid and strictly nearer, or when the first entry is invalid (`semantics.md` 5.7).
+/// Branch-free (the swaps are data-dependent and unpredictable).
 #[inline]
-fn sort_network(mut ptr: [u32; 4], mut key: [f32; 4]) -> [u32; 4] {
+fn sort_network(ptr: [u32; 4], key: [f32; 4]) -> [u32; 4] {
+    let mut p = ptr;
+    let mut k = key.map(f32::to_bits);
     #[inline(always)]
-    fn cmp_swap(ptr: &mut [u32; 4], key: &mut [f32; 4], a: usize, b: usize) {
-        if (ptr[b] != INVALID && key[b] < key[a]) || ptr[a] == INVALID {
-            ptr.swap(a, b);
-            key.swap(a, b);
-        }
+    fn cmp_swap(p: &mut [u32; 4], k: &mut [u32; 4], a: usize, b: usize) {
+        // swap = (p[b] != INVALID && key[b] < key[a]) || p[a] == INVALID
+        let swap =
+            ((p[b] != INVALID) & (f32::from_bits(k[b]) < f32::from_bits(k[a]))) | (p[a] == INVALID);
+        let m = (swap as u32).wrapping_neg();
+        let dp = (p[a] ^ p[b]) & m;
+        p[a] ^= dp;
+        p[b] ^= dp;
+        let dk = (k[a] ^ k[b]) & m;
+        k[a] ^= dk;
+        k[b] ^= dk;
     }
-    cmp_swap(&mut ptr, &mut key, 0, 2);
-    cmp_swap(&mut ptr, &mut key, 1, 3);
-    cmp_swap(&mut ptr, &mut key, 0, 1);
-    cmp_swap(&mut ptr, &mut key, 2, 3);
-    cmp_swap(&mut ptr, &mut key, 1, 2);
-    ptr
+    cmp_swap(&mut p, &mut k, 0, 2);
+    cmp_swap(&mut p, &mut k, 1, 3);
+    cmp_swap(&mut p, &mut k, 0, 1);
+    cmp_swap(&mut p, &mut k, 2, 3);
+    cmp_swap(&mut p, &mut k, 1, 2);
+    p
 }
 
 /// One lane's triangle query, gathered: vertices and ray already rotated so that the ray's
@@ -346,25 +354,44 @@ pub fn triangle_query_x4(lanes: &[TriangleLane], mode: TriangleReturnMode, out: 
     }
 }
 
-/// Pre-decoded box nodes of one BVH image, indexed by node address (64-byte units).
+/// Pre-decoded box nodes of one BVH image, stored sparsely at their own 64-byte block index
+/// (one 128-byte, cache-line aligned entry per block, untouched for non-box blocks) so that a
+/// pointer finds its decode with one load and can be prefetched without a dependent load.
+/// Each entry is tagged with the node type it was decoded as; a pointer of the other box
+/// type at the same address falls back to decoding the bytes.
 #[derive(Clone, Debug, Default)]
 pub struct NodeCache {
-    /// Per node address: slot in `boxes` + 1 for its FP32 decode (0 = not decoded).
-    box32_slot: Vec<u32>,
-    /// Per node address: slot in `boxes` + 1 for its FP16 decode (0 = not decoded).
-    box16_slot: Vec<u32>,
-    boxes: Vec<DecodedBox>,
+    entries: Vec<CacheEntry>,
+    decoded: usize,
 }
+
+/// One cache entry: a decoded box and the pointer type it was decoded for (0 = empty).
+#[repr(C, align(64))]
+#[derive(Clone, Copy, Debug)]
+struct CacheEntry {
+    node: DecodedBox,
+    tag: u32,
+}
+
+const EMPTY_ENTRY: CacheEntry = CacheEntry {
+    node: DecodedBox {
+        lo: [f32x4::ZERO; 3],
+        hi: [f32x4::ZERO; 3],
+        children: [INVALID; 4],
+    },
+    tag: 0,
+};
+
+const _: () = assert!(std::mem::size_of::<CacheEntry>() == 128);
 
 impl NodeCache {
     /// Decodes every box node reachable from `root` in `memory`. Pointers that leave the
     /// memory are skipped (the instruction handles them).
     pub fn build(memory: &BvhMemory, descriptor: &BvhDescriptor, root: u32) -> NodeCache {
-        let nodes = memory.bytes.len() / 64;
+        let blocks = memory.bytes.len() / 64;
         let mut cache = NodeCache {
-            box32_slot: vec![0; nodes],
-            box16_slot: vec![0; nodes],
-            boxes: Vec::new(),
+            entries: vec![EMPTY_ENTRY; blocks],
+            decoded: 0,
         };
         let mut todo = vec![root];
         while let Some(p) = todo.pop() {
@@ -379,52 +406,66 @@ impl NodeCache {
             let Some(offset) = memory.offset(descriptor, ptr, ty.fetch_bytes()) else {
                 continue;
             };
-            let node_bytes = &memory.bytes[offset..offset + ty.fetch_bytes()];
-            let addr = offset / 64;
-            let slots = if ty == NodeType::BoxF32 {
-                &mut cache.box32_slot
-            } else {
-                &mut cache.box16_slot
-            };
-            if slots[addr] != 0 {
+            if offset % 64 != 0 {
                 continue;
             }
-            let decoded = if ty == NodeType::BoxF32 {
+            let entry = &mut cache.entries[offset / 64];
+            if entry.tag != 0 {
+                continue;
+            }
+            let node_bytes = &memory.bytes[offset..offset + ty.fetch_bytes()];
+            entry.node = if ty == NodeType::BoxF32 {
                 DecodedBox::from_box32(node_bytes)
             } else {
                 DecodedBox::from_box16(node_bytes)
             };
-            cache.boxes.push(decoded);
-            slots[addr] = cache.boxes.len() as u32;
-            todo.extend(decoded.children);
+            entry.tag = ty as u32;
+            cache.decoded += 1;
+            todo.extend(entry.node.children);
         }
         cache
     }
 
-    /// The decoded box for a box node at byte `offset` in memory, if cached.
+    /// The decoded box for a box node of type `ty` at byte `offset` in memory, if cached.
     #[inline]
     pub fn get(&self, ty: NodeType, offset: usize) -> Option<&DecodedBox> {
-        let slots = if ty == NodeType::BoxF32 {
-            &self.box32_slot
-        } else {
-            &self.box16_slot
-        };
-        let slot = *slots.get(offset / 64)?;
-        if slot == 0 {
-            None
-        } else {
-            Some(&self.boxes[slot as usize - 1])
+        let e = self.entries.get(offset / 64)?;
+        (e.tag == ty as u32).then_some(&e.node)
+    }
+
+    /// Hints the CPU to load the entry for byte `offset` (no effect on results).
+    #[inline]
+    pub fn prefetch(&self, offset: usize) {
+        if let Some(e) = self.entries.get(offset / 64) {
+            prefetch_lines(e as *const CacheEntry as *const u8, 2);
         }
     }
 
     /// Number of decoded box nodes.
     pub fn len(&self) -> usize {
-        self.boxes.len()
+        self.decoded
     }
 
     pub fn is_empty(&self) -> bool {
-        self.boxes.is_empty()
+        self.decoded == 0
     }
+}
+
+/// Prefetches `lines` 64-byte cache lines from `p` (a hint; no-op off x86-64).
+#[inline(always)]
+pub fn prefetch_lines(p: *const u8, lines: usize) {
+    #[cfg(target_arch = "x86_64")]
+    for l in 0..lines {
+        // SAFETY: prefetching is a hint and never faults, whatever the address.
+        unsafe {
+            core::arch::x86_64::_mm_prefetch(
+                p.wrapping_add(64 * l) as *const i8,
+                core::arch::x86_64::_MM_HINT_T0,
+            );
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (p, lines);
 }
 
 /// The descriptor's bounds check (`semantics.md` 3.3): out of range iff node_addr > size, or

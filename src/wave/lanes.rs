@@ -2,8 +2,8 @@
 //! the wave instruction that runs `image_bvh_intersect_ray` for every active lane.
 
 use super::intersector::{
-    box_query, grow_factor, out_of_bounds, triangle_query_x4, BvhMemory, DecodedBox, LaneRay,
-    NodeCache, TriangleLane, BOX_MISS, LANES,
+    box_query, grow_factor, out_of_bounds, prefetch_lines, triangle_query_x4, BvhMemory,
+    DecodedBox, LaneRay, NodeCache, TriangleLane, BOX_MISS, LANES,
 };
 use crate::hw::descriptor::BvhDescriptor;
 use crate::hw::instruction::{miss_encoding, InactiveReason, LaneOutcome};
@@ -205,6 +205,22 @@ impl<'a> WaveIntersector<'a> {
                 }
             }
             _ => Fetched::Triangle(bytes),
+        }
+    }
+
+    /// Hints the CPU to load the node `ptr` names (no effect on results): called by
+    /// traversals as soon as a lane's next node is known, so that the load overlaps the
+    /// other lanes' work.
+    #[inline]
+    pub fn prefetch(&self, ptr: u32) {
+        let ptr = NodePointer::from_u32(ptr);
+        let ty = ptr.node_type();
+        let Some(offset) = self.memory.offset(&self.descriptor, ptr, 64) else {
+            return;
+        };
+        match (ty.is_box(), self.cache) {
+            (true, Some(cache)) => cache.prefetch(offset),
+            _ => prefetch_lines(self.memory.bytes[offset..].as_ptr(), 1),
         }
     }
 

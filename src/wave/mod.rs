@@ -6,12 +6,14 @@
 //! - [`intersector`]: the `wide` (SIMD) box and triangle tests, bit-identical to the
 //!   scalar reference [`crate::hw::image_bvh_intersect_ray`].
 //! - [`td`]: which TD runs a wave, and what an instruction costs it.
+//! - [`microbench`]: this machine's emulated instruction rate.
 //!
 //! The traversal shaders that drive waves, and the [`Tracer`] implementation
 //! `WaveTracer`, live one layer up in [`crate::traverse`].
 
 pub mod intersector;
 pub mod lanes;
+pub mod microbench;
 pub mod td;
 
 pub use intersector::{BvhMemory, DecodedBox, LaneRay, NodeCache, LANES};

@@ -1,0 +1,219 @@
+//! WaveTracer against the scalar reference traversal `bvh::closest_hit_scalar` on seeded
+//! rays (identical hits, bit for bit), for wave32 and wave64 and several build options; and
+//! identical hits and counters for any rayon thread count.
+
+use glam::Vec3;
+use wavetrace::bvh::{build, closest_hit_scalar, BoxFormat, BuildOptions, Mesh};
+use wavetrace::counters::Counters;
+use wavetrace::hw::TriangleReturnMode;
+use wavetrace::math::{Hit, Ray};
+use wavetrace::traverse::{WaveTracer, WaveTracerConfig};
+use wavetrace::wave::{Tracer, WaveWidth};
+
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    fn unit(&mut self) -> f32 {
+        (self.next() >> 40) as f32 / (1u64 << 24) as f32
+    }
+    fn range(&mut self, lo: f32, hi: f32) -> f32 {
+        lo + (hi - lo) * self.unit()
+    }
+}
+
+/// A seeded soup: random small triangles in a box, plus a grid of shared-edge triangles
+/// on integer coordinates (exact edge ties).
+fn mesh(rng: &mut Rng) -> Mesh {
+    let mut tris = Vec::new();
+    for _ in 0..3000 {
+        let c = Vec3::new(
+            rng.range(-10.0, 10.0),
+            rng.range(-10.0, 10.0),
+            rng.range(-10.0, 10.0),
+        );
+        let p = |rng: &mut Rng| {
+            (c + Vec3::new(
+                rng.range(-1.0, 1.0),
+                rng.range(-1.0, 1.0),
+                rng.range(-1.0, 1.0),
+            ))
+            .to_array()
+        };
+        tris.push([p(rng), p(rng), p(rng)]);
+    }
+    for x in -8..8 {
+        for y in -8..8 {
+            let (x, y) = (x as f32, y as f32);
+            tris.push([[x, y, 0.0], [x + 1.0, y, 0.0], [x, y + 1.0, 0.0]]);
+            tris.push([
+                [x + 1.0, y, 0.0],
+                [x + 1.0, y + 1.0, 0.0],
+                [x, y + 1.0, 0.0],
+            ]);
+        }
+    }
+    Mesh::from_triangles(&tris)
+}
+
+fn rays(rng: &mut Rng, n: usize) -> Vec<Ray> {
+    (0..n)
+        .map(|i| {
+            let o = Vec3::new(
+                rng.range(-15.0, 15.0),
+                rng.range(-15.0, 15.0),
+                rng.range(-15.0, 15.0),
+            );
+            let mut d = Vec3::new(
+                rng.range(-1.0, 1.0),
+                rng.range(-1.0, 1.0),
+                rng.range(-1.0, 1.0),
+            );
+            match i % 17 {
+                0 => d.x = 0.0,
+                1 => d = Vec3::new(0.0, 0.0, -1.0),
+                2 => d.y = -0.0,
+                _ => {}
+            }
+            let (tmin, tmax) = match i % 13 {
+                0 => (rng.range(0.0, 5.0), 1e30),
+                1 => (0.0, rng.range(0.0, 10.0)),
+                2 => (3.0, 2.0),
+                _ => (0.0, 1e30),
+            };
+            let mut r = Ray::new(o, d, tmin, tmax);
+            match i % 101 {
+                0 => r.origin.x = f32::NAN,
+                1 => r.origin.z = f32::INFINITY,
+                2 => r.dir.y = f32::NAN,
+                3 => r.tmax = f32::NAN,
+                _ => {}
+            }
+            r
+        })
+        .collect()
+}
+
+fn assert_same(tracer: &WaveTracer, image: &wavetrace::bvh::BvhImage, mesh: &Mesh, rays: &[Ray]) {
+    let mut hits = vec![Hit::MISS; rays.len()];
+    let mut counters = Counters::default();
+    tracer.closest_hits(rays, &mut hits, None, &mut counters);
+    let mut found = 0;
+    for (i, (h, r)) in hits.iter().zip(rays).enumerate() {
+        let expect = closest_hit_scalar(image, mesh, r);
+        assert!(
+            h.t.to_bits() == expect.t.to_bits()
+                && h.prim_id == expect.prim_id
+                && h.bary.map(f32::to_bits) == expect.bary.map(f32::to_bits)
+                && h.front_face == expect.front_face,
+            "ray {i} {r:?}: wave {h:?}, scalar {expect:?}"
+        );
+        found += h.is_hit() as usize;
+    }
+    assert!(found > rays.len() / 10, "too few hits: {found}");
+    let mut occluded = vec![false; rays.len()];
+    tracer.any_hits(rays, &mut occluded, &mut Counters::default());
+    for (i, (o, h)) in occluded.iter().zip(&hits).enumerate() {
+        assert_eq!(*o, h.is_hit(), "any hit of ray {i}");
+    }
+    assert!(counters.lanes_nan + counters.lanes_inf_origin > 0);
+}
+
+#[test]
+fn wave_tracer_matches_the_scalar_traversal() {
+    let mut rng = Rng(0xE0_0001);
+    let mesh = mesh(&mut rng);
+    let rays = rays(&mut rng, 12_000);
+    let options = [
+        BuildOptions::default(),
+        BuildOptions {
+            box_format: BoxFormat::Fp32,
+            triangles_per_node: 4,
+            return_mode: TriangleReturnMode::TriangleId,
+            ..Default::default()
+        },
+        BuildOptions {
+            box_format: BoxFormat::Fp16,
+            triangles_per_node: 1,
+            box_sort: false,
+            box_grow_ulps: 6,
+            ..Default::default()
+        },
+    ];
+    for (k, opts) in options.iter().enumerate() {
+        let built = build(&mesh, opts).unwrap();
+        for wave in [WaveWidth::W32, WaveWidth::W64] {
+            let tracer = WaveTracer::new(
+                &built.image,
+                &mesh,
+                WaveTracerConfig {
+                    wave,
+                    ..Default::default()
+                },
+            );
+            let n = if k == 0 { rays.len() } else { 4000 };
+            assert_same(&tracer, &built.image, &mesh, &rays[..n]);
+        }
+    }
+}
+
+#[test]
+fn hits_and_counters_do_not_depend_on_the_thread_count() {
+    let mut rng = Rng(0xE0_0002);
+    let mesh = mesh(&mut rng);
+    let rays = rays(&mut rng, 20_000);
+    let built = build(&mesh, &BuildOptions::default()).unwrap();
+    for wave in [WaveWidth::W32, WaveWidth::W64] {
+        let tracer = WaveTracer::new(
+            &built.image,
+            &mesh,
+            WaveTracerConfig {
+                wave,
+                ..Default::default()
+            },
+        );
+        let mut runs = Vec::new();
+        for threads in [1, 2, 3] {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            let mut hits = vec![Hit::MISS; rays.len()];
+            let mut clocks = vec![0u32; rays.len()];
+            let mut counters = Counters::default();
+            pool.install(|| {
+                tracer.closest_hits(&rays, &mut hits, Some(&mut clocks), &mut counters)
+            });
+            runs.push((hits, clocks, counters));
+        }
+        // Serial (no rayon) too.
+        let mut serial = WaveTracer::new(&built.image, &mesh, *tracer.config());
+        serial.set_config(WaveTracerConfig {
+            parallel: false,
+            ..*tracer.config()
+        });
+        let mut hits = vec![Hit::MISS; rays.len()];
+        let mut clocks = vec![0u32; rays.len()];
+        let mut counters = Counters::default();
+        serial.closest_hits(&rays, &mut hits, Some(&mut clocks), &mut counters);
+        runs.push((hits, clocks, counters));
+        for r in &runs[1..] {
+            assert!(r.0 == runs[0].0, "hits differ");
+            assert!(r.1 == runs[0].1, "clocks differ");
+            assert!(r.2 == runs[0].2, "counters differ");
+        }
+        let c = &runs[0].2;
+        assert_eq!(c.rays, rays.len() as u64);
+        assert_eq!(
+            c.td_clocks,
+            runs[0].1.iter().map(|&x| x as u64).sum::<u64>()
+        );
+        assert!(c.per_td.series_x.iter().all(|t| t.clocks > 0));
+    }
+}
