@@ -20,6 +20,7 @@ pub mod counters;
 pub mod error;
 pub mod hw;
 pub mod math;
+pub mod profile;
 pub mod render;
 pub mod scene;
 pub mod tiling;

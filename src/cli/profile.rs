@@ -1,12 +1,218 @@
-//! `wavetrace profile` (being written).
+//! `wavetrace profile SCENE_OR_MESH`: traversal strategies and BVH layouts side by side.
+//!
+//! Runs the same rays through every selected variant of the wave model, checks each
+//! variant's hits against the scalar reference traversal, prints a table ranked by
+//! modelled rays/s, and optionally writes CSV, JSON and per-variant heatmaps.
 
-use wavetrace::Result;
+use glam::Vec3;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use wavetrace::bvh::Mesh;
+use wavetrace::hw::peak::ConsoleConfig;
+use wavetrace::profile::{self, heatmap, rays::PinholeCamera, QueryKind, RayKind, RaySet};
+use wavetrace::traverse::rayfile::{read_rays, write_atomically};
+use wavetrace::{Error, Result};
 
 #[derive(clap::Args)]
-pub struct ProfileArgs {}
+pub struct ProfileArgs {
+    /// Mesh (.obj or .obj.gz) to profile.
+    pub input: PathBuf,
+    /// Ray set: primary, diffuse, shadow, ao, or a ray file (8 x f32 per ray).
+    #[arg(long, default_value = "primary")]
+    pub rays: String,
+    /// Comma-separated variant names, or `all`.
+    #[arg(long, default_value = "all")]
+    pub strategies: String,
+    /// Console whose TD array and clock give the modelled rate: series-s or series-x.
+    #[arg(long, default_value = "series-x")]
+    pub target: String,
+    /// Write the table as CSV here.
+    #[arg(long)]
+    pub csv: Option<PathBuf>,
+    /// Write the full report as JSON here.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// Write one per-pixel clock heatmap PNG per variant into this directory (camera rays).
+    #[arg(long)]
+    pub heatmaps: Option<PathBuf>,
+    /// Image size of the camera rays, WxH.
+    #[arg(long, default_value = "256x256")]
+    pub size: String,
+    /// Camera for a bare mesh: ex,ey,ez,tx,ty,tz,vfov_deg (default: framing the mesh).
+    #[arg(long)]
+    pub camera: Option<String>,
+    /// Seed of the secondary rays' directions.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Worker threads (default: all cores).
+    #[arg(long)]
+    pub threads: Option<usize>,
+}
 
-pub fn run(_args: ProfileArgs) -> Result<i32> {
-    Err(wavetrace::Error::Other(
-        "wavetrace profile is not built yet".into(),
-    ))
+fn parse_size(s: &str) -> Result<(u32, u32)> {
+    let bad = || Error::field("--size", format!("`{s}` is not WxH (e.g. 256x256)"));
+    let (w, h) = s.split_once(['x', 'X']).ok_or_else(bad)?;
+    let w: u32 = w.trim().parse().map_err(|_| bad())?;
+    let h: u32 = h.trim().parse().map_err(|_| bad())?;
+    if w == 0 || h == 0 || w as u64 * h as u64 > 16 << 20 {
+        return Err(Error::field(
+            "--size",
+            format!("`{s}`: each side must be at least 1 and W*H at most 16M"),
+        ));
+    }
+    Ok((w, h))
+}
+
+fn parse_camera(s: &str) -> Result<PinholeCamera> {
+    let v: Vec<f32> = s
+        .split(',')
+        .map(|x| x.trim().parse::<f32>())
+        .collect::<std::result::Result<_, _>>()
+        .map_err(|_| Error::field("--camera", format!("`{s}`: not 7 comma-separated numbers")))?;
+    if v.len() != 7 || v.iter().any(|x| !x.is_finite()) {
+        return Err(Error::field(
+            "--camera",
+            format!("`{s}`: need ex,ey,ez,tx,ty,tz,vfov_deg (7 finite numbers)"),
+        ));
+    }
+    let eye = Vec3::new(v[0], v[1], v[2]);
+    let look_at = Vec3::new(v[3], v[4], v[5]);
+    if eye == look_at || !(v[6] > 0.0 && v[6] < 180.0) {
+        return Err(Error::field(
+            "--camera",
+            "eye and target must differ and vfov_deg be in (0, 180)",
+        ));
+    }
+    Ok(PinholeCamera {
+        eye,
+        look_at,
+        up: Vec3::Y,
+        vfov_deg: v[6],
+    })
+}
+
+pub fn run(args: ProfileArgs) -> Result<i32> {
+    let console = ConsoleConfig::by_cli_name(&args.target).ok_or_else(|| {
+        Error::field(
+            "--target",
+            format!("`{}`: must be series-s or series-x", args.target),
+        )
+    })?;
+    let variants = profile::select_variants(&args.strategies)?;
+    let (width, height) = parse_size(&args.size)?;
+    let camera_override = args.camera.as_deref().map(parse_camera).transpose()?;
+    let mut pool = rayon::ThreadPoolBuilder::new();
+    if let Some(n) = args.threads {
+        if n == 0 {
+            return Err(Error::field("--threads", "must be at least 1"));
+        }
+        pool = pool.num_threads(n);
+    }
+    let pool = pool
+        .build()
+        .map_err(|e| Error::Other(format!("cannot start the thread pool: {e}")))?;
+
+    let mesh = Mesh::load_obj(&args.input)?;
+    if mesh.is_empty() {
+        return Err(Error::Other(format!(
+            "{}: no triangles",
+            args.input.display()
+        )));
+    }
+    let camera =
+        camera_override.unwrap_or_else(|| PinholeCamera::framing(&profile::mesh_bounds(&mesh)));
+    let input = args.input.display().to_string();
+
+    let report = pool.install(|| -> Result<profile::ProfileReport> {
+        let (set, reference) = match RayKind::from_name(&args.rays) {
+            Some(kind) => {
+                let image = profile::reference_image(&mesh)?;
+                profile::make_rays(kind, &mesh, &image, &camera, width, height, args.seed)
+            }
+            None => {
+                let rays = read_rays(Path::new(&args.rays))?;
+                let name = format!("file {}", args.rays);
+                (
+                    RaySet {
+                        name,
+                        rays,
+                        query: QueryKind::ClosestHit,
+                    },
+                    None,
+                )
+            }
+        };
+        profile::profile(
+            &input,
+            &mesh,
+            &set,
+            &variants,
+            &console,
+            reference.as_deref(),
+        )
+    })?;
+
+    print!("{}", profile::to_table(&report));
+    let wrong: Vec<&str> = report
+        .variants
+        .iter()
+        .filter(|v| v.wrong_rays > 0)
+        .map(|v| v.name.as_str())
+        .collect();
+    if !wrong.is_empty() {
+        println!(
+            "WRONG (hits differ from the reference traversal, not ranked): {}",
+            wrong.join(", ")
+        );
+    }
+    println!(
+        "reference: scalar stack traversal on an FP32 image, {:.2} s; t tolerance {} ULPs",
+        report.reference_seconds, report.t_tolerance_ulps
+    );
+
+    if let Some(path) = &args.csv {
+        write_atomically(path, profile::to_csv(&report).as_bytes())?;
+    }
+    if let Some(path) = &args.json {
+        let text = serde_json::to_string_pretty(&report)
+            .map_err(|e| Error::Other(format!("cannot encode the report: {e}")))?;
+        write_atomically(path, text.as_bytes())?;
+    }
+    if let Some(dir) = &args.heatmaps {
+        if args.rays != "primary" {
+            println!("heatmaps: only for camera rays (--rays primary); none written");
+        } else {
+            write_heatmaps(dir, &report, width, height)?;
+        }
+    }
+    Ok(if wrong.is_empty() { 0 } else { 1 })
+}
+
+fn write_heatmaps(
+    dir: &Path,
+    report: &profile::ProfileReport,
+    width: u32,
+    height: u32,
+) -> Result<()> {
+    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    let scale = profile::shared_heatmap_scale(&report.variants);
+    for v in &report.variants {
+        let img = heatmap::heatmap_image(&v.ray_clocks, width, height, scale);
+        let mut bytes = Vec::new();
+        img.write_to(
+            &mut std::io::Cursor::new(&mut bytes),
+            image::ImageFormat::Png,
+        )
+        .map_err(|e| Error::Other(format!("cannot encode the heatmap PNG: {e}")))?;
+        let path = dir.join(format!("{}.png", v.name));
+        write_atomically(&path, &bytes)?;
+    }
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(
+        out,
+        "heatmaps: {} PNGs in {} (TD clocks per pixel, shared scale 0..{scale})",
+        report.variants.len(),
+        dir.display()
+    );
+    Ok(())
 }

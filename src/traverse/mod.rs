@@ -11,7 +11,9 @@
 //! restart or stackless walk-back plug in through the same trait (issue 6).
 
 pub mod rayfile;
+pub mod short_stack;
 mod stack;
+pub mod stream;
 mod tracer;
 
 pub use stack::FullStack;
