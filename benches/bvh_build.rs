@@ -15,7 +15,10 @@ fn load(name: &str) -> Mesh {
 }
 
 fn report(name: &str, mesh: &Mesh, label: &str, options: &BuildOptions, threads: usize) {
-    let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .unwrap();
     let built = pool.install(|| bvh::build(mesh, options)).unwrap();
     let errors = bvh::validate(&built.image, mesh);
     assert!(errors.is_empty(), "{name} {label}: {}", errors[0]);
@@ -42,14 +45,38 @@ fn bench(c: &mut Criterion) {
         let mesh = load(name);
         println!("{name}: {} triangles", mesh.len());
         report(name, &mesh, "default", &BuildOptions::default(), 1);
-        report(name, &mesh, "fp32 1/node", &BuildOptions { box_format: BoxFormat::Fp32, triangles_per_node: 1, ..BuildOptions::default() }, 1);
+        report(
+            name,
+            &mesh,
+            "fp32 1/node",
+            &BuildOptions {
+                box_format: BoxFormat::Fp32,
+                triangles_per_node: 1,
+                ..BuildOptions::default()
+            },
+            1,
+        );
         report(name, &mesh, "fp16 4/node", &compact, 1);
         report(name, &mesh, "fp16 4/node", &compact, 2);
-        report(name, &mesh, "splits", &BuildOptions { spatial_splits: true, ..BuildOptions::default() }, 2);
+        report(
+            name,
+            &mesh,
+            "splits",
+            &BuildOptions {
+                spatial_splits: true,
+                ..BuildOptions::default()
+            },
+            2,
+        );
         let mut group = c.benchmark_group(format!("build_{name}"));
-        group.sample_size(10).measurement_time(Duration::from_secs(if name == "dragon" { 20 } else { 5 }));
+        group
+            .sample_size(10)
+            .measurement_time(Duration::from_secs(if name == "dragon" { 20 } else { 5 }));
         for threads in [1, 2] {
-            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
             group.bench_function(format!("threads_{threads}"), |b| {
                 b.iter(|| pool.install(|| bvh::build(&mesh, &compact).unwrap().metrics.bytes))
             });
