@@ -193,6 +193,18 @@ fn offset_origin(p: Vec3, n: Vec3, dir: Vec3) -> Vec3 {
 }
 
 /// Renders `scene` through `tracer`.
+///
+/// Wavefront: work is split into square tiles and passes of a few samples per pixel. One
+/// job renders one tile for one pass: a batch of camera rays (every pixel x every sample of
+/// the pass) goes to [`Tracer::closest_hits`], every hit is shaded (emission with its MIS
+/// weight, one light sample, one BSDF sample), the shadow rays of that step go as one batch
+/// to [`Tracer::any_hits`], then the surviving bounce rays form the next batch, until no
+/// path is left. Every (pixel, sample) has its own random stream and the film adds the jobs
+/// of a pass in tile order, so the image and the counters depend only on the seed, `spp`
+/// and `samples_per_pass`, never on the number of worker threads.
+///
+/// NaN or infinite sample values are dropped (counted in
+/// [`RenderStats::nonfinite_samples`]), so none reaches the film.
 pub fn render(
     scene: &Scene,
     tracer: &dyn Tracer,

@@ -38,7 +38,7 @@ mod texture;
 pub use camera::Camera;
 pub use light::{luminance, EnvMap, Environment, LightSample, Lights};
 pub use material::{Material, MaterialKind};
-pub use texture::{linear_to_srgb8, srgb_to_linear, Texture};
+pub use texture::{linear_to_srgb8, srgb_to_linear, Texture, TEXTURE_SWIZZLE_MODE};
 
 use crate::Result;
 use glam::Vec3;
