@@ -157,3 +157,40 @@ fn time_budget_stops_after_whole_passes() {
     let spp = json["stats"]["spp"].as_u64().unwrap();
     assert!(spp >= 4 && spp < 1_000_000 && spp % 4 == 0, "spp {spp}");
 }
+
+/// Ctrl-C (SIGINT) during a render: exit code 130, no output file, no partial file.
+#[cfg(unix)]
+#[test]
+fn interrupt_stops_cleanly_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let scene = small_cornell(dir.path());
+    let out = dir.path().join("never.png");
+    let mut child = wavetrace()
+        .args([
+            "render",
+            scene.to_str().unwrap(),
+            "--spp",
+            "10000000",
+            "--threads",
+            "1",
+            "--out",
+        ])
+        .arg(&out)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let kill = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    assert!(!out.exists());
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        1,
+        "only the scene file"
+    );
+}
