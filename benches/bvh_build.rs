@@ -58,6 +58,11 @@ fn bench(c: &mut Criterion) {
         );
         report(name, &mesh, "fp16 4/node", &compact, 1);
         report(name, &mesh, "fp16 4/node", &compact, 2);
+        let chains = BuildOptions {
+            leaf_chains: true,
+            ..compact
+        };
+        report(name, &mesh, "fp16 4 chains", &chains, 1);
         report(
             name,
             &mesh,

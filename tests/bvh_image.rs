@@ -435,3 +435,118 @@ fn packing_uses_all_four_slots_and_ids_parents_map_back() {
         assert_eq!(image.parent(image.root), None);
     }
 }
+
+#[test]
+fn the_image_does_not_depend_on_the_thread_count() {
+    let mesh = Mesh::load_obj(&std::path::Path::new(SCENES).join("bunny.obj.gz")).unwrap();
+    for options in [
+        BuildOptions::default(),
+        BuildOptions {
+            spatial_splits: true,
+            ..BuildOptions::default()
+        },
+        BuildOptions {
+            leaf_chains: true,
+            triangles_per_node: 4,
+            ..BuildOptions::default()
+        },
+    ] {
+        let images: Vec<_> = [1, 2, 3]
+            .iter()
+            .map(|&n| {
+                let pool = rayon::ThreadPoolBuilder::new()
+                    .num_threads(n)
+                    .build()
+                    .unwrap();
+                pool.install(|| bvh::build(&mesh, &options).unwrap())
+            })
+            .collect();
+        for b in &images[1..] {
+            assert!(b.image == images[0].image, "{options:?}: image differs");
+            assert_eq!(b.metrics, images[0].metrics);
+        }
+    }
+}
+
+#[test]
+fn metrics_agree_with_the_image() {
+    let mut rng = Rng(31);
+    let mesh = random_soup(&mut rng, 500);
+    for options in all_options() {
+        let built = bvh::build(&mesh, &options).unwrap();
+        let m = &built.metrics;
+        let image = &built.image;
+        assert_eq!(m.bytes, image.bytes.len());
+        assert_eq!(
+            m.box16_nodes * 64 + m.box32_nodes * 128 + m.triangle_nodes * 64,
+            m.bytes,
+            "{options:?}"
+        );
+        let hist = &m.triangles_per_node_histogram;
+        assert_eq!(hist.iter().sum::<usize>(), m.triangle_nodes);
+        assert_eq!(
+            (1..5).map(|i| i * hist[i]).sum::<usize>(),
+            m.triangle_references
+        );
+        assert!(hist[3] + hist[4] == 0 || options.triangles_per_node == 4);
+        assert!(hist[2] == 0 || options.triangles_per_node > 1);
+        assert!((m.bytes_per_triangle - m.bytes as f64 / mesh.len() as f64).abs() < 1e-9);
+        // Box nodes reachable from the root, counted independently.
+        let nodes = box_nodes(image);
+        assert_eq!(nodes.len(), m.box16_nodes + m.box32_nodes);
+        let used: usize = nodes
+            .iter()
+            .map(|&(o, ty)| {
+                children(image, o, ty)
+                    .iter()
+                    .filter(|&&c| c != NodePointer::INVALID)
+                    .count()
+            })
+            .sum();
+        assert!((m.fill_rate - used as f64 / (4 * nodes.len()) as f64).abs() < 1e-12);
+        if options.box_format == BoxFormat::Fp16 {
+            assert_eq!(m.box32_nodes, 0);
+        }
+        if options.box_format == BoxFormat::Fp32 {
+            assert_eq!(m.box16_nodes, 0);
+        }
+        // SAH recomputed from the stored boxes, in f64, with C_box = C_tri = 1.
+        let area = |b: ([f32; 3], [f32; 3])| {
+            let e = [0, 1, 2].map(|a| (b.1[a] as f64 - b.0[a] as f64).max(0.0));
+            e[0] * e[1] + e[1] * e[2] + e[2] * e[0]
+        };
+        let decode = |o: usize, ty: NodeType, s: usize| {
+            if ty == NodeType::BoxF16 {
+                bytemuck::pod_read_unaligned::<BoxNodeF16>(&image.bytes[o..o + 64]).child_box(s)
+            } else {
+                bytemuck::pod_read_unaligned::<BoxNodeF32>(&image.bytes[o..o + 128]).child_box(s)
+            }
+        };
+        let (ro, rty) = nodes[0];
+        let mut root = ([f32::INFINITY; 3], [f32::NEG_INFINITY; 3]);
+        for (s, c) in children(image, ro, rty).into_iter().enumerate() {
+            if c != NodePointer::INVALID {
+                let b = decode(ro, rty, s);
+                for a in 0..3 {
+                    root.0[a] = root.0[a].min(b.0[a]);
+                    root.1[a] = root.1[a].max(b.1[a]);
+                }
+            }
+        }
+        let mut sah = 1.0;
+        for &(o, ty) in &nodes {
+            for (s, c) in children(image, o, ty).into_iter().enumerate() {
+                if c == NodePointer::INVALID {
+                    continue;
+                }
+                let weight = image.leaf_triangles(c).count().max(1) as f64;
+                sah += weight * area(decode(o, ty, s)) / area(root);
+            }
+        }
+        assert!(
+            (sah - m.sah_cost).abs() <= 1e-4 * sah,
+            "{options:?}: SAH {sah} vs {}",
+            m.sah_cost
+        );
+    }
+}

@@ -102,6 +102,15 @@ fn malformed_vertex_gives_file_and_line() {
 }
 
 #[test]
+fn invalid_utf8_gives_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("bin.obj");
+    std::fs::write(&p, b"v 0 0 0\nv 1 0 0\nv 0 1 0\n# caf\xe9\nf 1 2 3\n").unwrap();
+    let msg = Mesh::load_obj(&p).unwrap_err().to_string();
+    assert!(msg.contains(&format!("{}:4:", p.display())), "{msg}");
+}
+
+#[test]
 fn out_of_range_face_index_gives_file_and_line() {
     let dir = tempfile::tempdir().unwrap();
     let p = write(

@@ -74,3 +74,83 @@ fn every_option_value_matches_brute_force_on_the_bunny() {
         check(&mesh, &rays, &all[i], &want);
     }
 }
+
+/// Reads `NAME_SET.rays/.hits/.agree` (format in `../shared/data/scenes/README.md`).
+fn reference_rays(name: &str, set: &str) -> Vec<(wavetrace::math::Ray, f32, u32, u8)> {
+    let base = std::path::Path::new(SCENES);
+    let rays = std::fs::read(base.join(format!("{name}_{set}.rays"))).unwrap();
+    let hits = std::fs::read(base.join(format!("{name}_{set}.hits"))).unwrap();
+    let agree = std::fs::read(base.join(format!("{name}_{set}.agree"))).unwrap();
+    let f = |b: &[u8], i: usize| f32::from_le_bytes(b[4 * i..4 * i + 4].try_into().unwrap());
+    (0..agree.len())
+        .map(|i| {
+            let r = &rays[32 * i..32 * i + 32];
+            let ray = wavetrace::math::Ray::new(
+                glam::Vec3::new(f(r, 0), f(r, 1), f(r, 2)),
+                glam::Vec3::new(f(r, 3), f(r, 4), f(r, 5)),
+                f(r, 6),
+                f(r, 7),
+            );
+            let h = &hits[8 * i..8 * i + 8];
+            (
+                ray,
+                f(h, 0),
+                u32::from_le_bytes(h[4..8].try_into().unwrap()),
+                agree[i],
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn agrees_with_embree_reference_hits_on_bunny_and_sponza() {
+    for (name, set) in [
+        ("bunny", "primary"),
+        ("bunny", "diffuse"),
+        ("sponza", "diffuse"),
+    ] {
+        let mesh =
+            Mesh::load_obj(&std::path::Path::new(SCENES).join(format!("{name}.obj.gz"))).unwrap();
+        let refs = reference_rays(name, set);
+        for options in [
+            BuildOptions::default(),
+            BuildOptions {
+                box_format: wavetrace::bvh::BoxFormat::Fp16,
+                triangles_per_node: 4,
+                leaf_chains: true,
+                ..BuildOptions::default()
+            },
+        ] {
+            let built = bvh::build(&mesh, &options).unwrap();
+            let mut checked = 0;
+            for (ray, t, prim, agree) in refs.iter().step_by(97) {
+                if *agree != 10 {
+                    continue;
+                }
+                checked += 1;
+                let got = closest_hit_scalar(&built.image, &mesh, ray);
+                if *prim == u32::MAX {
+                    assert!(
+                        !got.is_hit(),
+                        "{name} {set}: {ray:?} should miss, got {got:?}"
+                    );
+                    continue;
+                }
+                assert!(
+                    got.is_hit(),
+                    "{name} {set}: {ray:?} should hit {prim} at {t}"
+                );
+                assert!(
+                    (got.t - t).abs() <= 1e-4 * t.abs(),
+                    "{name} {set}: t {} vs Embree {t} ({ray:?})",
+                    got.t
+                );
+                if got.prim_id != *prim {
+                    let other = prim_t(&mesh, ray, *prim);
+                    assert!((other - got.t).abs() <= 1e-4 * t.abs());
+                }
+            }
+            assert!(checked > 600, "{checked}");
+        }
+    }
+}

@@ -114,6 +114,11 @@ impl Mesh {
 
 /// Finds the first line tobj would reject: returns its 1-based number and a message.
 fn locate_obj_error(text: &[u8]) -> Option<(usize, String)> {
+    for (i, line) in text.split(|&b| b == b'\n').enumerate() {
+        if std::str::from_utf8(line).is_err() {
+            return Some((i + 1, "line is not valid UTF-8".into()));
+        }
+    }
     let text = String::from_utf8_lossy(text);
     let (mut nv, mut nvt, mut nvn) = (0i64, 0i64, 0i64);
     for (i, line) in text.lines().enumerate() {
