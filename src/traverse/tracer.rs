@@ -7,16 +7,15 @@
 //! number of threads.
 
 use super::{
-    hit_from_dwords, trace_wave, FullStack, LaneOutput, LaneState, PrimitiveIds, Query,
-    Traversal,
+    hit_from_dwords, trace_wave, FullStack, LaneOutput, LaneState, PrimitiveIds, Query, Traversal,
 };
-use crate::wave::intersector::prefetch_lines;
 use crate::bvh::query::barycentrics_f64;
 use crate::bvh::{BvhImage, Mesh};
 use crate::counters::Counters;
 use crate::hw::descriptor::{BvhDescriptor, TriangleReturnMode};
 use crate::hw::peak::{ConsoleConfig, SERIES_X};
 use crate::math::{Hit, Ray};
+use crate::wave::intersector::prefetch_lines;
 use crate::wave::{BvhMemory, NodeCache, Tracer, Wave, WaveIntersector, WaveWidth};
 use rayon::prelude::*;
 
@@ -72,10 +71,18 @@ impl Default for WaveTracerConfig {
     }
 }
 
+/// 64 bytes, cache-line aligned.
+#[repr(C, align(64))]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct Block([u8; 64]);
+
 /// The wave model as a [`Tracer`]: a BVH byte image, its descriptor and root, a cache of
 /// decoded box nodes, and the primitive-id map.
 pub struct WaveTracer {
-    bytes: Vec<u8>,
+    /// The image, copied into 64-byte aligned blocks so that every node starts a cache line.
+    blocks: Vec<Block>,
+    /// Image length in bytes (`blocks` may end with padding that is not mapped).
+    len: usize,
     va: u64,
     descriptor: BvhDescriptor,
     root: u32,
@@ -99,7 +106,13 @@ impl ImageIds {
         let blocks = image.bytes.len() / 64;
         let mut table = vec![u32::MAX; 4 * blocks];
         for (block, entry) in table.chunks_exact_mut(4).enumerate() {
-            if image.triangle_node_ordinal.get(block).copied().unwrap_or(u32::MAX) == u32::MAX {
+            if image
+                .triangle_node_ordinal
+                .get(block)
+                .copied()
+                .unwrap_or(u32::MAX)
+                == u32::MAX
+            {
                 continue;
             }
             let word = u32::from_le_bytes(
@@ -138,7 +151,7 @@ impl PrimitiveIds for ImageIds {
 impl std::fmt::Debug for WaveTracer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("WaveTracer")
-            .field("bytes", &self.bytes.len())
+            .field("bytes", &self.len)
             .field("va", &self.va)
             .field("descriptor", &self.descriptor)
             .field("root", &self.root)
@@ -176,9 +189,14 @@ impl WaveTracer {
         prim_ids: Box<dyn PrimitiveIds>,
         config: WaveTracerConfig,
     ) -> WaveTracer {
-        let cache = NodeCache::build(&BvhMemory { bytes: &bytes, va }, &descriptor, root);
+        let mut blocks = vec![Block([0; 64]); bytes.len().div_ceil(64)];
+        bytemuck::cast_slice_mut::<Block, u8>(&mut blocks)[..bytes.len()].copy_from_slice(&bytes);
+        let len = bytes.len();
+        let image = &bytemuck::cast_slice::<Block, u8>(&blocks)[..len];
+        let cache = NodeCache::build(&BvhMemory { bytes: image, va }, &descriptor, root);
         WaveTracer {
-            bytes,
+            blocks,
+            len,
             va,
             descriptor,
             root,
@@ -210,7 +228,7 @@ impl WaveTracer {
     pub fn intersector(&self) -> WaveIntersector<'_> {
         WaveIntersector::new(
             BvhMemory {
-                bytes: &self.bytes,
+                bytes: &bytemuck::cast_slice::<Block, u8>(&self.blocks)[..self.len],
                 va: self.va,
             },
             self.descriptor,
