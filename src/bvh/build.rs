@@ -19,6 +19,8 @@ const PARALLEL_THRESHOLD: usize = 4096;
 /// Below this depth of the binary tree the split is by binned SAH; deeper (only on
 /// pathological inputs) it is an object median split, which bounds the depth.
 const MAX_SAH_DEPTH: u32 = 64;
+/// Nodes with at most this many references get an exact SAH sweep instead of bins.
+const SMALL_NODE: usize = 12;
 
 /// SAH cost of one box-node instruction (one TD clock for four boxes).
 pub const C_BOX: f32 = 1.0;
@@ -30,8 +32,10 @@ pub const C_TRI: f32 = 1.0;
 pub struct PrimRef {
     pub min: Vec3A,
     pub max: Vec3A,
-    /// Primitive id in the mesh.
+    /// Primitive id in the mesh (or cluster index with leaf chains).
     pub prim: u32,
+    /// Triangles tested when this reference is reached (1, or the cluster size).
+    pub triangles: u32,
 }
 
 /// A binary node. `count == 1`: leaf holding reference `first`; `count == 0`: inner node with
@@ -82,7 +86,7 @@ pub fn build_binary(refs: &mut [PrimRef]) -> Vec<Node2> {
         min = min.min(r.min);
         max = max.max(r.max);
     }
-    build_rec(refs, &mut nodes, 0, min, max, 0);
+    build_rec(refs, &mut nodes, 0, min, max, 0, None);
     nodes
 }
 
@@ -108,11 +112,12 @@ fn build_rec(
     min: Vec3A,
     max: Vec3A,
     depth: u32,
+    centroid_bounds: Option<(Vec3A, Vec3A)>,
 ) {
     let m = refs.len();
     debug_assert_eq!(nodes.len(), 2 * m - 1);
     if m == 1 {
-        let c = C_TRI * half_area(min, max);
+        let c = C_TRI * refs[0].triangles as f32 * half_area(min, max);
         nodes[0] = Node2 {
             min,
             max,
@@ -125,13 +130,22 @@ fn build_rec(
         return;
     }
 
-    // Centroid bounds (centroids kept doubled: min + max).
-    let (mut cmin, mut cmax) = (Vec3A::INFINITY, Vec3A::NEG_INFINITY);
-    for r in refs.iter() {
-        let c = r.min + r.max;
-        cmin = cmin.min(c);
-        cmax = cmax.max(c);
+    if m <= SMALL_NODE {
+        let (lmin, lmax, rmin, rmax, left_count) = small_split(refs);
+        let sides = [(lmin, lmax, None), (rmin, rmax, None)];
+        finish_inner(refs, nodes, base, min, max, depth, sides, left_count);
+        return;
     }
+
+    // Centroid bounds (centroids kept doubled: min + max).
+    // (Passed down from the parent's partition pass when it was binned.)
+    let (cmin, cmax) = centroid_bounds.unwrap_or_else(|| {
+        refs.iter()
+            .fold((Vec3A::INFINITY, Vec3A::NEG_INFINITY), |(lo, hi), r| {
+                let c = r.min + r.max;
+                (lo.min(c), hi.max(c))
+            })
+    });
     let extent = cmax - cmin;
 
     let binned = if depth < MAX_SAH_DEPTH {
@@ -139,15 +153,15 @@ fn build_rec(
     } else {
         None
     };
-    let (lmin, lmax, rmin, rmax, left_count) = match binned {
+    let (left_side, right_side, left_count) = match binned {
         Some((axis, bin, lmin, lmax, rmin, rmax)) => {
             let scale = BINS as f32 * 0.99999 / extent[axis];
             let lo = cmin[axis];
-            let left = partition(refs, |r| {
+            let (left, lc, rc) = partition(refs, |r| {
                 let b = (((r.min[axis] + r.max[axis]) - lo) * scale) as usize;
                 b.min(BINS - 1) <= bin
             });
-            (lmin, lmax, rmin, rmax, left)
+            ((lmin, lmax, Some(lc)), (rmin, rmax, Some(rc)), left)
         }
         None => {
             // All centroids coincide, or the tree is suspiciously deep: object median split on
@@ -171,9 +185,38 @@ fn build_rec(
             };
             let (lmin, lmax) = bounds(a);
             let (rmin, rmax) = bounds(b);
-            (lmin, lmax, rmin, rmax, half)
+            ((lmin, lmax, None), (rmin, rmax, None), half)
         }
     };
+    finish_inner(
+        refs,
+        nodes,
+        base,
+        min,
+        max,
+        depth,
+        [left_side, right_side],
+        left_count,
+    );
+}
+
+/// Bounds and (if known) centroid bounds of one side of a split.
+type Side = (Vec3A, Vec3A, Option<(Vec3A, Vec3A)>);
+
+/// Recurses into the two sides of a split and computes this node's collapse costs.
+#[allow(clippy::too_many_arguments)]
+fn finish_inner(
+    refs: &mut [PrimRef],
+    nodes: &mut [Node2],
+    base: u32,
+    min: Vec3A,
+    max: Vec3A,
+    depth: u32,
+    sides: [Side; 2],
+    left_count: usize,
+) {
+    let [(lmin, lmax, lc), (rmin, rmax, rc)] = sides;
+    let m = refs.len();
     debug_assert!(left_count > 0 && left_count < m);
 
     let left_base = base + 1;
@@ -183,12 +226,30 @@ fn build_rec(
     let (left_refs, right_refs) = refs.split_at_mut(left_count);
     if m >= PARALLEL_THRESHOLD {
         rayon::join(
-            || build_rec(left_refs, left_nodes, left_base, lmin, lmax, depth + 1),
-            || build_rec(right_refs, right_nodes, right_base, rmin, rmax, depth + 1),
+            || build_rec(left_refs, left_nodes, left_base, lmin, lmax, depth + 1, lc),
+            || {
+                build_rec(
+                    right_refs,
+                    right_nodes,
+                    right_base,
+                    rmin,
+                    rmax,
+                    depth + 1,
+                    rc,
+                )
+            },
         );
     } else {
-        build_rec(left_refs, left_nodes, left_base, lmin, lmax, depth + 1);
-        build_rec(right_refs, right_nodes, right_base, rmin, rmax, depth + 1);
+        build_rec(left_refs, left_nodes, left_base, lmin, lmax, depth + 1, lc);
+        build_rec(
+            right_refs,
+            right_nodes,
+            right_base,
+            rmin,
+            rmax,
+            depth + 1,
+            rc,
+        );
     }
 
     // Collapse costs (semantics in `Node2::cost`).
@@ -304,20 +365,91 @@ fn best_binned_split(
     Some((axis, split, lmin, lmax, rmin, rmax))
 }
 
-/// Moves the references for which `left` holds to the front; returns how many there are.
-fn partition(refs: &mut [PrimRef], left: impl Fn(&PrimRef) -> bool) -> usize {
+/// Exact SAH split of a small node: sorts the references by centroid on each axis and
+/// sweeps all `m - 1` positions; leaves `refs` in the order of the best axis.
+fn small_split(refs: &mut [PrimRef]) -> (Vec3A, Vec3A, Vec3A, Vec3A, usize) {
+    let m = refs.len();
+    let mut best = (f32::INFINITY, 0usize, 1usize);
+    let mut right_area = [0.0f32; SMALL_NODE];
+    for axis in 0..3 {
+        sort_on_axis(refs, axis);
+        let (mut lo, mut hi) = (Vec3A::INFINITY, Vec3A::NEG_INFINITY);
+        for i in (1..m).rev() {
+            lo = lo.min(refs[i].min);
+            hi = hi.max(refs[i].max);
+            right_area[i] = half_area(lo, hi);
+        }
+        let (mut lo, mut hi) = (Vec3A::INFINITY, Vec3A::NEG_INFINITY);
+        for i in 0..m - 1 {
+            lo = lo.min(refs[i].min);
+            hi = hi.max(refs[i].max);
+            let c = half_area(lo, hi) * (i + 1) as f32 + right_area[i + 1] * (m - i - 1) as f32;
+            if c < best.0 {
+                best = (c, axis, i + 1);
+            }
+        }
+    }
+    let (_, axis, left_count) = best;
+    if axis != 2 {
+        sort_on_axis(refs, axis);
+    }
+    let bounds = |s: &[PrimRef]| {
+        s.iter()
+            .fold((Vec3A::INFINITY, Vec3A::NEG_INFINITY), |(lo, hi), r| {
+                (lo.min(r.min), hi.max(r.max))
+            })
+    };
+    let (lmin, lmax) = bounds(&refs[..left_count]);
+    let (rmin, rmax) = bounds(&refs[left_count..]);
+    (lmin, lmax, rmin, rmax, left_count)
+}
+
+/// Stable insertion sort by doubled centroid on `axis` (small slices only).
+fn sort_on_axis(refs: &mut [PrimRef], axis: usize) {
+    let key = |r: &PrimRef| r.min[axis] + r.max[axis];
+    for i in 1..refs.len() {
+        let mut j = i;
+        while j > 0 && key(&refs[j - 1]) > key(&refs[j]) {
+            refs.swap(j - 1, j);
+            j -= 1;
+        }
+    }
+}
+
+/// Moves the references for which `left` holds to the front; returns how many there are
+/// and the (doubled) centroid bounds of both sides, gathered in the same pass.
+#[allow(clippy::type_complexity)]
+fn partition(
+    refs: &mut [PrimRef],
+    left: impl Fn(&PrimRef) -> bool,
+) -> (usize, (Vec3A, Vec3A), (Vec3A, Vec3A)) {
+    let (mut lmin, mut lmax) = (Vec3A::INFINITY, Vec3A::NEG_INFINITY);
+    let (mut rmin, mut rmax) = (Vec3A::INFINITY, Vec3A::NEG_INFINITY);
     let (mut i, mut j) = (0usize, refs.len());
     loop {
         while i < j && left(&refs[i]) {
+            let c = refs[i].min + refs[i].max;
+            lmin = lmin.min(c);
+            lmax = lmax.max(c);
             i += 1;
         }
         while i < j && !left(&refs[j - 1]) {
+            let c = refs[j - 1].min + refs[j - 1].max;
+            rmin = rmin.min(c);
+            rmax = rmax.max(c);
             j -= 1;
         }
         if i >= j {
-            return i;
+            return (i, (lmin, lmax), (rmin, rmax));
         }
+        // refs[i] goes right, refs[j - 1] goes left.
         refs.swap(i, j - 1);
+        let c = refs[i].min + refs[i].max;
+        lmin = lmin.min(c);
+        lmax = lmax.max(c);
+        let c = refs[j - 1].min + refs[j - 1].max;
+        rmin = rmin.min(c);
+        rmax = rmax.max(c);
         i += 1;
         j -= 1;
     }

@@ -6,7 +6,11 @@
 //! parents) and measure the result ([`Metrics`]). The layout rules are in the module docs of
 //! [`crate::bvh`].
 
+// Slot loops index several parallel per-slot arrays at once; ranges read better here.
+#![allow(clippy::needless_range_loop)]
+
 use super::build::{half_area, C_BOX, C_TRI};
+use super::cluster::Cluster;
 use super::collapse::{Slot, Tree4};
 use super::metrics::Metrics;
 use super::{BoxFormat, BuildOptions, Mesh, NodeOrder};
@@ -42,6 +46,9 @@ pub struct BvhImage {
     pub triangles_per_node: u8,
     /// Whether references were split (then one triangle may be stored several times).
     pub spatial_splits: bool,
+    /// Leaf chains: a triangle pointer of type k stands for triangles k, k-1, ..., 0 of its
+    /// node (see [`BuildOptions::leaf_chains`](super::BuildOptions::leaf_chains)).
+    pub leaf_chains: bool,
 }
 
 impl BvhImage {
@@ -78,6 +85,24 @@ impl BvhImage {
         (parent != NodePointer::INVALID).then_some(parent)
     }
 
+    /// The triangle pointers a box child pointer stands for, in the order to test them:
+    /// the pointer itself, except with leaf chains, where type k expands to the pointers of
+    /// triangles k, k-1, ..., 0 of the same node. Empty for box and INVALID pointers.
+    pub fn leaf_triangles(&self, pointer: u32) -> impl Iterator<Item = u32> {
+        let k = if pointer == NodePointer::INVALID {
+            None
+        } else {
+            NodePointer::from_u32(pointer).node_type().triangle_index()
+        };
+        let (first, last) = match k {
+            None => (1, 0),
+            Some(k) if self.leaf_chains => (0, k as u32),
+            Some(k) => (k as u32, k as u32),
+        };
+        let base = pointer & !7;
+        (first..=last).rev().map(move |j| base | j)
+    }
+
     /// Number of 64-byte blocks (a box32 node counts two).
     pub fn node_count_64(&self) -> usize {
         self.bytes.len() / 64
@@ -89,7 +114,7 @@ impl BvhImage {
 struct Pack {
     /// Vertex bit patterns; `None` while free.
     verts: [Option<[u32; 3]>; 5],
-    /// Per slot: (leaf index, rotation r): mesh vertex j sits at node vertex
+    /// Per slot: (primitive id, rotation r): mesh vertex j sits at node vertex
     /// `TRIANGLE_VERTICES[k][(j + r) % 3]`.
     used: [Option<(u32, u8)>; 4],
     count: u8,
@@ -102,8 +127,9 @@ const EMPTY_PACK: Pack = Pack {
 };
 
 impl Pack {
-    /// Places `tri` (vertex bit patterns in mesh order) in a free slot if it fits.
-    fn try_place(&mut self, tri: &[[u32; 3]; 3], leaf: u32) -> bool {
+    /// Places `tri` (vertex bit patterns in mesh order) in a free slot if it fits; returns
+    /// the slot.
+    fn try_place(&mut self, tri: &[[u32; 3]; 3], prim: u32) -> Option<usize> {
         for k in 0..4 {
             if self.used[k].is_some() {
                 continue;
@@ -118,13 +144,13 @@ impl Pack {
                     for j in 0..3 {
                         self.verts[hw[(j + r) % 3]] = Some(tri[j]);
                     }
-                    self.used[k] = Some((leaf, r as u8));
+                    self.used[k] = Some((prim, r as u8));
                     self.count += 1;
-                    return true;
+                    return Some(k);
                 }
             }
         }
-        false
+        None
     }
 }
 
@@ -142,24 +168,76 @@ fn pack_leaves(tree: &Tree4, mesh: &Mesh, max_per_node: u8) -> (Vec<Pack>, Vec<(
         if max_per_node > 1 {
             let lo = packs.len().saturating_sub(PACK_WINDOW);
             for (p, pack) in packs.iter_mut().enumerate().skip(lo) {
-                if pack.count < max_per_node && pack.try_place(&tri, leaf as u32) {
-                    placed = Some(p);
-                    break;
+                if pack.count < max_per_node {
+                    if let Some(k) = pack.try_place(&tri, prim) {
+                        placed = Some((p, k));
+                        break;
+                    }
                 }
             }
         }
-        let p = placed.unwrap_or_else(|| {
+        let (p, k) = placed.unwrap_or_else(|| {
+            // Open a node with the triangle in slot 0, rotated so that the vertex shared
+            // with most of the next few leaves becomes V2, the vertex all four slots share.
+            let mut best_r = 0;
+            if max_per_node > 1 {
+                let mut best_count = 0;
+                let ahead = &tree.leaves[leaf + 1..(leaf + 1 + PACK_WINDOW).min(tree.leaves.len())];
+                for r in 0..3 {
+                    let centre = tri[(5 - r) % 3];
+                    let count = ahead
+                        .iter()
+                        .filter(|&&q| {
+                            mesh.triangle(q)
+                                .iter()
+                                .any(|v| v.map(f32::to_bits) == centre)
+                        })
+                        .count();
+                    if count > best_count {
+                        best_count = count;
+                        best_r = r;
+                    }
+                }
+            }
             let mut pack = EMPTY_PACK;
-            assert!(pack.try_place(&tri, leaf as u32));
+            let hw = TRIANGLE_VERTICES[0];
+            for j in 0..3 {
+                pack.verts[hw[(j + best_r) % 3]] = Some(tri[j]);
+            }
+            pack.used[0] = Some((prim, best_r as u8));
+            pack.count = 1;
             packs.push(pack);
-            packs.len() - 1
+            (packs.len() - 1, 0)
         });
-        let k = packs[p]
-            .used
-            .iter()
-            .position(|u| u.is_some_and(|(l, _)| l == leaf as u32))
-            .expect("just placed");
         place.push((p as u32, k as u8));
+    }
+    (packs, place)
+}
+
+/// One pack per cluster, in leaf order; leaf l is pointed at with type `count - 1`.
+fn cluster_packs(tree: &Tree4, mesh: &Mesh, clusters: &[Cluster]) -> (Vec<Pack>, Vec<(u32, u8)>) {
+    let mut packs = Vec::with_capacity(tree.leaves.len());
+    let mut place = Vec::with_capacity(tree.leaves.len());
+    for (l, &ci) in tree.leaves.iter().enumerate() {
+        let c = &clusters[ci as usize];
+        let mut pack = EMPTY_PACK;
+        for k in 0..c.count as usize {
+            let (prim, r) = c.tris[k];
+            let tri = mesh.triangle(prim).map(|v| v.map(f32::to_bits));
+            let hw = TRIANGLE_VERTICES[k];
+            for j in 0..3 {
+                let v = &mut pack.verts[hw[(j + r as usize) % 3]];
+                assert!(
+                    v.is_none() || *v == Some(tri[j]),
+                    "cluster {ci} does not fit the node connectivity"
+                );
+                *v = Some(tri[j]);
+            }
+            pack.used[k] = Some((prim, r));
+        }
+        pack.count = c.count;
+        packs.push(pack);
+        place.push((l as u32, c.count - 1));
     }
     (packs, place)
 }
@@ -181,8 +259,19 @@ fn half_area_arr(b: &([f32; 3], [f32; 3])) -> f32 {
 }
 
 /// Encodes `tree` into an image and measures it.
-pub fn encode(tree: &Tree4, mesh: &Mesh, options: &BuildOptions) -> Result<(BvhImage, Metrics)> {
-    let (packs, leaf_place) = pack_leaves(tree, mesh, options.triangles_per_node);
+/// With `clusters` (leaf chains), leaf `l` of the tree is cluster `tree.leaves[l]`, stored
+/// as one triangle node whose slots `0..n` hold it, pointed at with `type = n - 1`.
+pub fn encode(
+    tree: &Tree4,
+    mesh: &Mesh,
+    options: &BuildOptions,
+    clusters: Option<&[Cluster]>,
+) -> Result<(BvhImage, Metrics)> {
+    let (packs, leaf_place) = match clusters {
+        None => pack_leaves(tree, mesh, options.triangles_per_node),
+        Some(clusters) => cluster_packs(tree, mesh, clusters),
+    };
+    let chains = clusters.is_some();
 
     // Box formats.
     let fp16: Vec<bool> = tree
@@ -290,6 +379,7 @@ pub fn encode(tree: &Tree4, mesh: &Mesh, options: &BuildOptions) -> Result<(BvhI
         let mut children = [NodePointer::INVALID; 4];
         let mut boxes = [([f32::NAN; 3], [f32::NAN; 3]); 4];
         let mut slots_used = 0;
+        let mut leaf_tris = [1u32; 4];
         for s in 0..4 {
             let Some(slot) = node.slots[s] else { continue };
             slots_used += 1;
@@ -304,7 +394,11 @@ pub fn encode(tree: &Tree4, mesh: &Mesh, options: &BuildOptions) -> Result<(BvhI
                 }
                 Slot::Leaf(l) => {
                     let (p, k) = leaf_place[l as usize];
-                    slot_parent[4 * p as usize + k as usize] = here;
+                    let first = if chains { 0 } else { k };
+                    for j in first..=k {
+                        slot_parent[4 * p as usize + j as usize] = here;
+                    }
+                    leaf_tris[s] = k as u32 + 1 - first as u32;
                     leaf_pointer(l)
                 }
             };
@@ -324,7 +418,9 @@ pub fn encode(tree: &Tree4, mesh: &Mesh, options: &BuildOptions) -> Result<(BvhI
         for s in 0..4 {
             match node.slots[s] {
                 Some(Slot::Node(_)) => sah += (C_BOX * area_of(s)) as f64 / root_area as f64,
-                Some(Slot::Leaf(_)) => sah += (C_TRI * area_of(s)) as f64 / root_area as f64,
+                Some(Slot::Leaf(_)) => {
+                    sah += (C_TRI * leaf_tris[s] as f32 * area_of(s)) as f64 / root_area as f64
+                }
                 None => {}
             }
         }
@@ -377,8 +473,8 @@ pub fn encode(tree: &Tree4, mesh: &Mesh, options: &BuildOptions) -> Result<(BvhI
         };
         let mut ij = IjControl(0);
         for (k, used) in pack.used.iter().enumerate() {
-            let Some((leaf, r)) = *used else { continue };
-            slot_primitive[4 * o + k] = tree.leaves[leaf as usize];
+            let Some((prim, r)) = *used else { continue };
+            slot_primitive[4 * o + k] = prim;
             let hw = TRIANGLE_VERTICES[k];
             let order = std::array::from_fn(|j| hw[(j + r as usize) % 3]);
             ij = ij.with_nibble(k, ij_nibble(k, order).expect("a rotation of the slot"));
@@ -411,10 +507,11 @@ pub fn encode(tree: &Tree4, mesh: &Mesh, options: &BuildOptions) -> Result<(BvhI
         box_parent,
         slot_parent,
         triangles_per_node: options.triangles_per_node,
-        spatial_splits: options.spatial_splits,
+        spatial_splits: options.spatial_splits && !chains,
+        leaf_chains: chains,
     };
     metrics.sah_cost = sah;
-    metrics.triangle_references = tree.leaves.len();
+    metrics.triangle_references = packs.iter().map(|p| p.count as usize).sum();
     metrics.triangles = mesh.len();
     metrics.bytes = image.bytes.len();
     metrics.finish();

@@ -55,7 +55,6 @@ impl Mesh {
             single_index: false,
             ignore_points: true,
             ignore_lines: true,
-            ..Default::default()
         };
         let mut reader = text;
         let loaded = tobj::load_obj_buf(&mut reader, &options, |_| {
@@ -115,6 +114,11 @@ impl Mesh {
 
 /// Finds the first line tobj would reject: returns its 1-based number and a message.
 fn locate_obj_error(text: &[u8]) -> Option<(usize, String)> {
+    for (i, line) in text.split(|&b| b == b'\n').enumerate() {
+        if std::str::from_utf8(line).is_err() {
+            return Some((i + 1, "line is not valid UTF-8".into()));
+        }
+    }
     let text = String::from_utf8_lossy(text);
     let (mut nv, mut nvt, mut nvn) = (0i64, 0i64, 0i64);
     for (i, line) in text.lines().enumerate() {

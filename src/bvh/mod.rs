@@ -25,6 +25,11 @@
 //!   connectivity (tri0 V0 V1 V2, tri1 V1 V3 V2, tri2 V2 V3 V4, tri3 V2 V4 V0), storing each
 //!   triangle as a rotation of the mesh's own vertex order (never a reflection: the sign of
 //!   `t_denom` keeps the mesh's winding). Vertices no triangle uses are NaN.
+//! - With [`BuildOptions::leaf_chains`] a box slot instead points at a whole fan cluster
+//!   stored in slots `0..n` of one triangle node, with `type = n - 1` meaning "triangles
+//!   n-1 down to 0" (GPURT's triangle-pair convention, generalised to four); traversals expand
+//!   such a pointer with [`BvhImage::leaf_triangles`]. This is what brings FP16 images with 4
+//!   triangles per node under 40 bytes per triangle (one box slot per node, not per triangle).
 //! - Empty child slots: pointer `0xFFFFFFFF` and NaN bounds (which always miss,
 //!   `semantics.md` 5.4), never a hittable box with an INVALID pointer.
 //! - Mode 0: word@60 of the `o`-th triangle node (in packing order) is `4 * o`, so the
@@ -36,6 +41,7 @@
 //!   one per triangle slot for triangles.
 
 pub mod build;
+pub mod cluster;
 pub mod collapse;
 pub mod encode;
 pub mod mesh;
@@ -95,12 +101,21 @@ pub struct BuildOptions {
     pub box_grow_ulps: u8,
     /// Descriptor box sorting.
     pub box_sort: bool,
+    /// Leaf chains (only with `triangles_per_node` 2 or 4): triangles are first grouped into
+    /// fan clusters ([`cluster`]) stored in slots `0..n` of one triangle node, and a single
+    /// box child slot points at the cluster with `type = n - 1`, meaning "triangles n-1 down
+    /// to 0 of this node" (the generalisation of GPURT's triangle pairs). Traversals issue
+    /// the instruction once per triangle of the chain: see [`BvhImage::leaf_triangles`].
+    /// Off by default: then every pointer names exactly one triangle. Spatial splits are
+    /// ignored with leaf chains.
+    pub leaf_chains: bool,
 }
 
 impl Default for BuildOptions {
     /// Mixed boxes (FP16 where the area grows at most 5 %, as drivers do for BLASes), two
     /// triangles per node (the console driver's choice), return mode 1 (barycentrics, as the
-    /// Xbox DXR runtime), depth-first, no spatial splits, no box growth, sorting on.
+    /// Xbox DXR runtime), depth-first, no spatial splits, no box growth, sorting on, no leaf
+    /// chains (one pointer, one triangle).
     fn default() -> Self {
         BuildOptions {
             box_format: BoxFormat::Mixed {
@@ -112,6 +127,7 @@ impl Default for BuildOptions {
             spatial_splits: false,
             box_grow_ulps: 0,
             box_sort: true,
+            leaf_chains: false,
         }
     }
 }
@@ -127,7 +143,8 @@ pub struct BuiltBvh {
     pub encode_seconds: f64,
     /// Triangles left out because a vertex is NaN or infinite.
     pub dropped_nan_triangles: usize,
-    /// Triangle references after spatial splits (= triangles built without splits).
+    /// References the binary tree was built over: triangles (minus dropped ones), more with
+    /// spatial splits, or clusters with leaf chains.
     pub references: usize,
 }
 
@@ -143,7 +160,7 @@ pub fn build(mesh: &Mesh, options: &BuildOptions) -> Result<BuiltBvh> {
         ));
     }
     if let BoxFormat::Mixed { max_area_growth } = options.box_format {
-        if !(max_area_growth >= 0.0) {
+        if max_area_growth.is_nan() || max_area_growth < 0.0 {
             return Err(Error::field(
                 "max_area_growth",
                 format!("is {max_area_growth}, must be >= 0"),
@@ -152,6 +169,7 @@ pub fn build(mesh: &Mesh, options: &BuildOptions) -> Result<BuiltBvh> {
     }
     mesh.check_indices()?;
     let start = Instant::now();
+    let chains = options.leaf_chains && options.triangles_per_node > 1;
     let mut refs: Vec<PrimRef> = (0..mesh.len() as u32)
         .into_par_iter()
         .filter_map(|prim| {
@@ -162,6 +180,7 @@ pub fn build(mesh: &Mesh, options: &BuildOptions) -> Result<BuiltBvh> {
                     min: a.min(b).min(c),
                     max: a.max(b).max(c),
                     prim,
+                    triangles: 1,
                 })
             } else {
                 None
@@ -169,7 +188,30 @@ pub fn build(mesh: &Mesh, options: &BuildOptions) -> Result<BuiltBvh> {
         })
         .collect();
     let dropped_nan_triangles = mesh.len() - refs.len();
-    if options.spatial_splits {
+    let mut clusters = Vec::new();
+    if chains {
+        let prims: Vec<u32> = refs.iter().map(|r| r.prim).collect();
+        clusters = cluster::fan_clusters(mesh, &prims, options.triangles_per_node);
+        refs = clusters
+            .par_iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let (mut min, mut max) = (Vec3A::INFINITY, Vec3A::NEG_INFINITY);
+                for &(p, _) in &c.tris[..c.count as usize] {
+                    for v in mesh.triangle(p) {
+                        min = min.min(Vec3A::from(v));
+                        max = max.max(Vec3A::from(v));
+                    }
+                }
+                PrimRef {
+                    min,
+                    max,
+                    prim: i as u32,
+                    triangles: c.count as u32,
+                }
+            })
+            .collect();
+    } else if options.spatial_splits {
         refs = split::presplit(mesh, refs);
     }
     let references = refs.len();
@@ -181,7 +223,7 @@ pub fn build(mesh: &Mesh, options: &BuildOptions) -> Result<BuiltBvh> {
     };
     let build_seconds = start.elapsed().as_secs_f64();
     let start = Instant::now();
-    let (image, metrics) = encode::encode(&tree, mesh, options)?;
+    let (image, metrics) = encode::encode(&tree, mesh, options, chains.then_some(&clusters[..]))?;
     let encode_seconds = start.elapsed().as_secs_f64();
     Ok(BuiltBvh {
         image,

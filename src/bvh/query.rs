@@ -8,7 +8,8 @@
 //! - **t range.** The instruction has no tmin (boxes are clamped to `[0, extent]`, triangles
 //!   hit at `t >= 0`). Software rejects triangle hits with `t < ray.tmin`; the origin is
 //!   never moved (moving it would change the watertight results). Hits count for
-//!   `tmin <= t <= tmax`, t = `t_num / t_denom` in f32.
+//!   `tmin <= t <= tmax`, t = `t_num / t_denom` in f32, finite (the miss encoding has
+//!   t = +inf, which never counts, even when tmax is infinite).
 //! - **Ties.** Of hits at the same t, the one with the smaller primitive id wins, so the
 //!   result does not depend on the traversal order.
 //! - **front_face** is `t_denom > 0` (`semantics.md` 7.3: `t_denom > 0` iff
@@ -43,7 +44,8 @@ pub fn ray_registers(ray: &Ray) -> RayRegisters {
 /// Closest hit by a stack traversal of `image` (built from `mesh`), one instruction per node.
 pub fn closest_hit_scalar(image: &BvhImage, mesh: &Mesh, ray: &Ray) -> Hit {
     let mut best = Hit::MISS;
-    if !(ray.tmin <= ray.tmax) {
+    // Also rejects NaN bounds.
+    if ray.tmin.partial_cmp(&ray.tmax).is_none_or(|o| o.is_gt()) {
         return best;
     }
     let mut best_t = ray.tmax;
@@ -63,13 +65,22 @@ pub fn closest_hit_scalar(image: &BvhImage, mesh: &Mesh, ray: &Ray) -> Hit {
                 }
             }
         } else if ty.triangle_index().is_some() {
-            if mode == TriangleReturnMode::TriangleId && r.dwords[3] == 0 {
-                continue;
-            }
-            let prim = image.primitive_id(pointer, &r.dwords);
-            if let Some(hit) = accept(&r.dwords, mode, ray, best_t, &best, prim, mesh) {
-                best = hit;
-                best_t = hit.t;
+            // One instruction per triangle the pointer stands for (a leaf chain: k..0).
+            for tri in image.leaf_triangles(pointer) {
+                let r = if tri == pointer {
+                    r
+                } else {
+                    image_bvh_intersect_ray(image.bytes.as_slice(), &image.descriptor, tri, &regs)
+                };
+                if mode == TriangleReturnMode::TriangleId && r.dwords[3] == 0 {
+                    continue;
+                }
+                let prim = image.primitive_id(tri, &r.dwords);
+                if let Some(hit) = accept(&r.dwords, mode, ray, best_t, &best, prim, mesh) {
+                    best = hit;
+                    best_t = hit.t;
+                    regs.extent = best_t;
+                }
             }
         }
     }
@@ -82,7 +93,7 @@ pub fn closest_hit_scalar(image: &BvhImage, mesh: &Mesh, ray: &Ray) -> Hit {
 /// them).
 pub fn closest_hit_brute_force(mesh: &Mesh, ray: &Ray, mode: TriangleReturnMode) -> Hit {
     let mut best = Hit::MISS;
-    if !(ray.tmin <= ray.tmax) {
+    if ray.tmin.partial_cmp(&ray.tmax).is_none_or(|o| o.is_gt()) {
         return best;
     }
     let descriptor = BvhDescriptor {
@@ -129,7 +140,8 @@ fn accept(
     let t_num = f32::from_bits(dwords[0]);
     let t_denom = f32::from_bits(dwords[1]);
     let t = t_num / t_denom;
-    if !(t >= ray.tmin && t <= best_t) {
+    // The miss encoding is {+inf, 1.0, ...}: an infinite t is never a hit.
+    if !(t >= ray.tmin && t <= best_t && t < f32::INFINITY) {
         return None;
     }
     if best.is_hit() && t == best_t && prim >= best.prim_id {

@@ -12,6 +12,12 @@
 //! mode 1: the IJ nibble selects the mesh's vertex order); parent side tables agree with the
 //! walk; every finite mesh triangle is reachable, exactly once without spatial splits, and
 //! no triangle slot is referenced twice.
+//!
+//! With spatial splits a triangle slot's box covers only part of its triangle: the check
+//! becomes "overlaps the triangle", the covered part (box and triangle bounds intersected)
+//! is what the ancestors must contain, and that containment allows a relative 2^-10 (the part
+//! is bounded by the children's possibly FP16-rounded boxes). Coverage of the whole triangle
+//! by its pieces is tested by the traversal tests against brute force.
 
 use super::{BvhImage, Mesh};
 use crate::hw::{
@@ -61,9 +67,9 @@ type Bounds = ([f32; 3], [f32; 3]);
 const EMPTY_BOUNDS: Bounds = ([f32::INFINITY; 3], [f32::NEG_INFINITY; 3]);
 
 fn grow(b: &mut Bounds, p: [f32; 3]) {
-    for a in 0..3 {
-        b.0[a] = b.0[a].min(p[a]);
-        b.1[a] = b.1[a].max(p[a]);
+    for (a, &c) in p.iter().enumerate() {
+        b.0[a] = b.0[a].min(c);
+        b.1[a] = b.1[a].max(c);
     }
 }
 
@@ -79,6 +85,26 @@ fn is_empty(b: &Bounds) -> bool {
 /// A box that no ray can hit: NaN in any coordinate (the encoder's choice) or inverted.
 fn unhittable(b: &Bounds) -> bool {
     b.0.iter().chain(b.1.iter()).any(|c| c.is_nan()) || is_empty(b)
+}
+
+fn intersect(a: &Bounds, b: &Bounds) -> Bounds {
+    (
+        std::array::from_fn(|i| a.0[i].max(b.0[i])),
+        std::array::from_fn(|i| a.1[i].min(b.1[i])),
+    )
+}
+
+/// With spatial splits, the part of a triangle below a box is bounded by the children's
+/// (possibly FP16-rounded) slot boxes, not by exact geometry: allow a relative 2^-10 of the
+/// box's extent (more than FP16 rounding) around the box.
+fn widen(b: &Bounds) -> Bounds {
+    let pad: [f32; 3] = std::array::from_fn(|i| {
+        (b.1[i] - b.0[i]).abs().max(b.0[i].abs()).max(b.1[i].abs()) / 1024.0
+    });
+    (
+        std::array::from_fn(|i| b.0[i] - pad[i]),
+        std::array::from_fn(|i| b.1[i] + pad[i]),
+    )
 }
 
 fn contains(outer: &Bounds, inner: &Bounds) -> bool {
@@ -220,13 +246,43 @@ impl Walker<'_> {
                     if !self.claim(at, i, block, cty) {
                         continue;
                     }
-                    match self.visit_triangle(at, i, pointer, child) {
-                        Some(b) => b,
-                        None => continue,
+                    // A leaf chain stands for several triangles of the node.
+                    let mut b = EMPTY_BOUNDS;
+                    let mut any = false;
+                    let tris: Vec<u32> = self.image.leaf_triangles(child).collect();
+                    for tri in tris {
+                        if let Some(tb) = self.visit_triangle(at, i, pointer, tri) {
+                            union(&mut b, &tb);
+                            any = true;
+                        }
                     }
+                    if !any {
+                        continue;
+                    }
+                    b
                 }
             };
-            if !contains(slot_box, &exact) {
+            let exact = if self.image.spatial_splits && cty.triangle_index().is_some() {
+                // A split reference's box covers only part of its triangle: it must overlap
+                // the triangle, and the part it covers is what its ancestors must contain.
+                let part = intersect(slot_box, &exact);
+                if is_empty(&part) {
+                    self.error(
+                        Some(at),
+                        Some(i),
+                        "box does not overlap its (split) triangle".into(),
+                    );
+                }
+                part
+            } else {
+                exact
+            };
+            let ok = if self.image.spatial_splits && cty.triangle_index().is_none() {
+                contains(&widen(slot_box), &exact)
+            } else {
+                contains(slot_box, &exact)
+            };
+            if !ok {
                 self.error(
                     Some(at),
                     Some(i),
@@ -349,7 +405,7 @@ pub fn validate(image: &BvhImage, mesh: &Mesh) -> Vec<ValidationError> {
         errors: Vec::new(),
     };
     let d = &image.descriptor;
-    if image.bytes.len() % 64 != 0 || image.bytes.is_empty() {
+    if !image.bytes.len().is_multiple_of(64) || image.bytes.is_empty() {
         w.error(
             None,
             None,

@@ -1,12 +1,220 @@
-//! `wavetrace render` (being written).
+//! `wavetrace render SCENE --out FILE`: path-trace a scene through the wave model.
 
-use wavetrace::Result;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use wavetrace::hw::peak::ConsoleConfig;
+use wavetrace::render::{
+    self, build_wave_tracer, heatmap_rgb8, write_atomic, Control, ImageFormat, RenderOptions,
+    RenderProgress,
+};
+use wavetrace::scene::Scene;
+use wavetrace::wave::WaveWidth;
+use wavetrace::{Error, Result};
 
 #[derive(clap::Args)]
-pub struct RenderArgs {}
+pub struct RenderArgs {
+    /// Scene file (TOML).
+    pub scene: PathBuf,
+    /// Output image: .png (sRGB, 8 bit) or .exr (linear, f32).
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Samples per pixel (default: the scene's; with --time, the most to take).
+    #[arg(long)]
+    pub spp: Option<u32>,
+    /// Time budget in seconds: no new pass of samples starts once it would be exceeded.
+    #[arg(long)]
+    pub time: Option<f64>,
+    /// Worker threads (default: all cores). The image does not depend on it.
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Random seed.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Maximum path segments (default: the scene's).
+    #[arg(long)]
+    pub max_depth: Option<u32>,
+    /// Wave width of the hardware model: 32 or 64.
+    #[arg(long, default_value_t = 32, value_parser = parse_wave)]
+    pub wave: u32,
+    /// Console whose TD count the counters lead with: series-s or series-x.
+    #[arg(long, default_value = "series-x")]
+    pub target: String,
+    /// PNG exposure in stops (the pixel values are multiplied by 2^exposure).
+    #[arg(long, default_value_t = 0.0, allow_hyphen_values = true)]
+    pub exposure: f32,
+    /// Write the wave-model counters of the whole render (per ray kind) as JSON.
+    #[arg(long)]
+    pub stats: Option<PathBuf>,
+    /// Write a PNG heatmap of the mean TD clocks of each pixel's camera rays.
+    #[arg(long)]
+    pub heatmap: Option<PathBuf>,
+}
 
-pub fn run(_args: RenderArgs) -> Result<i32> {
-    Err(wavetrace::Error::Other(
-        "wavetrace render is not built yet".into(),
-    ))
+fn parse_wave(s: &str) -> std::result::Result<u32, String> {
+    match s {
+        "32" => Ok(32),
+        "64" => Ok(64),
+        _ => Err(format!("{s:?}: the wave width is 32 or 64")),
+    }
+}
+
+fn png_path(path: &Path, flag: &str) -> Result<()> {
+    match ImageFormat::from_path(path) {
+        Ok(ImageFormat::Png) => Ok(()),
+        _ => Err(Error::field(
+            flag,
+            format!("{}: must be a .png file", path.display()),
+        )),
+    }
+}
+
+pub fn run(args: RenderArgs) -> Result<i32> {
+    ImageFormat::from_path(&args.out)?;
+    if let Some(h) = &args.heatmap {
+        png_path(h, "--heatmap")?;
+    }
+    let console = ConsoleConfig::by_cli_name(&args.target).ok_or_else(|| {
+        Error::field(
+            "--target",
+            format!("{:?}: use series-s or series-x", args.target),
+        )
+    })?;
+    let wave = if args.wave == 64 {
+        WaveWidth::W64
+    } else {
+        WaveWidth::W32
+    };
+    if let Some(t) = args.time {
+        if !(t.is_finite() && t > 0.0) {
+            return Err(Error::field(
+                "--time",
+                format!("{t}: must be a positive number of seconds"),
+            ));
+        }
+    }
+    if args.spp == Some(0) {
+        return Err(Error::field("--spp", "must be at least 1"));
+    }
+    if args.max_depth == Some(0) {
+        return Err(Error::field("--max-depth", "must be at least 1"));
+    }
+
+    let scene = Scene::load(&args.scene)?;
+    for w in &scene.warnings {
+        eprintln!("warning: {w}");
+    }
+    let pool = {
+        let mut b = rayon::ThreadPoolBuilder::new();
+        if let Some(n) = args.threads {
+            if n == 0 {
+                return Err(Error::field("--threads", "must be at least 1"));
+            }
+            b = b.num_threads(n);
+        }
+        b.build()
+            .map_err(|e| Error::Other(format!("cannot start worker threads: {e}")))?
+    };
+    let cancel = Arc::new(AtomicBool::new(false));
+    {
+        let cancel = cancel.clone();
+        // A second Ctrl-C falls through to the default behaviour only if the handler cannot
+        // be installed; the render checks the flag between tiles.
+        let _ = ctrlc::set_handler(move || cancel.store(true, Ordering::Relaxed));
+    }
+
+    let (tracer, built) = pool.install(|| build_wave_tracer(&scene.geometry, wave, console))?;
+    let tty = std::io::stderr().is_terminal();
+    eprintln!(
+        "{}: {} triangles, {} materials, {} textures; BVH {} bytes in {:.2} s",
+        args.scene.display(),
+        scene.geometry.triangle_count(),
+        scene.materials.len(),
+        scene.textures.len(),
+        built.image.bytes.len(),
+        built.build_seconds + built.encode_seconds
+    );
+    let mut opts = RenderOptions::for_scene(&scene);
+    opts.seed = args.seed;
+    opts.record_clocks = args.heatmap.is_some();
+    if let Some(d) = args.max_depth {
+        opts.max_depth = d;
+    }
+    match (args.spp, args.time) {
+        (Some(spp), _) => opts.spp = spp,
+        (None, Some(_)) => opts.spp = 1 << 16,
+        (None, None) => {}
+    }
+    if let Some(t) = args.time {
+        opts.time_budget = Some(Duration::from_secs_f64(t));
+        opts.samples_per_pass = opts.samples_per_pass.min(4);
+    }
+
+    let bar = tty.then(|| {
+        let bar = indicatif::ProgressBar::new(1);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{elapsed_precise} [{bar:40}] {percent}% {msg} (eta {eta})",
+            )
+            .expect("valid template")
+            .progress_chars("=> "),
+        );
+        bar
+    });
+    let progress = |p: RenderProgress| {
+        if let Some(bar) = &bar {
+            bar.set_length(p.jobs_total);
+            bar.set_position(p.jobs_done);
+            bar.set_message(format!("{} spp done", p.spp_done));
+        }
+    };
+    let control = Control {
+        cancel: Some(&cancel),
+        progress: Some(&progress),
+    };
+    let out = pool.install(|| render::render(&scene, &tracer, &opts, control))?;
+    if let Some(bar) = &bar {
+        bar.finish_and_clear();
+    }
+    if out.interrupted {
+        eprintln!("interrupted: nothing written");
+        return Ok(130);
+    }
+    render::write_image(&args.out, &out.image, args.exposure)?;
+    let s = &out.stats;
+    let rays = s.total_rays();
+    eprintln!(
+        "{} ({}x{}, {} spp) in {:.2} s: {} rays ({} camera, {} bounce, {} shadow), {:.2} Mrays/s, {} texture fetches",
+        args.out.display(),
+        s.width,
+        s.height,
+        s.spp,
+        s.seconds,
+        rays,
+        s.camera.rays,
+        s.bounce.rays,
+        s.shadow.rays,
+        rays as f64 / s.seconds.max(1e-9) / 1e6,
+        s.texture_fetches
+    );
+    if let Some(path) = &args.stats {
+        let json = serde_json::json!({
+            "scene": args.scene.display().to_string(),
+            "wave": args.wave,
+            "target": console.cli_name,
+            "seed": args.seed,
+            "stats": s,
+        });
+        write_atomic(path, |w| {
+            serde_json::to_writer_pretty(&mut *w, &json)
+                .map_err(|e| Error::Other(format!("{}: {e}", path.display())))
+        })?;
+    }
+    if let (Some(path), Some(clocks)) = (&args.heatmap, &out.camera_clocks) {
+        let (w, h, rgb) = heatmap_rgb8(clocks, s.width, s.height, "MEAN TD CLOCKS PER CAMERA RAY");
+        write_atomic(path, |wr| render::encode_png(wr, w, h, &rgb))?;
+    }
+    Ok(0)
 }

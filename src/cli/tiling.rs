@@ -1,12 +1,414 @@
-//! `wavetrace tiling` (being written).
+//! `wavetrace tiling`: layouts, swizzle/unswizzle, reference vectors.
 
-use wavetrace::Result;
+use clap::{Args, Subcommand};
+use std::path::{Path, PathBuf};
+use wavetrace::tiling::{
+    reference, rgba8_mip_chain, Console, Dimension, Format, Layout, SurfaceDesc, SwizzleMode,
+};
+use wavetrace::{Error, Result};
 
-#[derive(clap::Args)]
-pub struct TilingArgs {}
+#[derive(Args)]
+pub struct TilingArgs {
+    #[command(subcommand)]
+    command: TilingCommand,
+}
 
-pub fn run(_args: TilingArgs) -> Result<i32> {
-    Err(wavetrace::Error::Other(
-        "wavetrace tiling is not built yet".into(),
-    ))
+#[derive(Subcommand)]
+enum TilingCommand {
+    /// Print a surface layout: sizes, alignment, mip tail, per-mip padding and offsets.
+    Layout(LayoutArgs),
+    /// Linear image (PNG or raw) -> swizzled surface.
+    #[command(after_help = RAW_HELP)]
+    Swizzle(ConvertArgs),
+    /// Swizzled surface -> linear image (PNG or raw).
+    #[command(after_help = RAW_HELP)]
+    Unswizzle(ConvertArgs),
+    /// Run a reference-vector file (../shared/data/tiling/layouts/*.json schema); prints
+    /// "N passed, M failed" and exits 1 on any failure.
+    Verify(VerifyArgs),
+}
+
+const RAW_HELP: &str = "\
+File formats:
+  *.png     an RGBA8 image (format R8G8B8A8; size taken from the file). With --mips N > 1,
+            swizzle builds the chain with a 2x2 box filter; unswizzle writes mip 0, slice 0.
+  other     raw bytes. A swizzled surface is the resource image exactly as the GPU reads it
+            (`layout` prints its total_size). A raw linear image is every subresource packed
+            tightly, in this order:
+              for mip in 0..mips:
+                for slice in 0..n   (n = array size, or max(1, depth >> mip) for 3D)
+                  for y in 0..ceil(max(1, height >> mip) / B):
+                    for x in 0..ceil(max(1, width >> mip) / B):
+                      one element (bytes per element of --format; B = 4 for BC formats, else 1)
+            No headers, no row padding.";
+
+#[derive(Args, Clone)]
+struct SurfaceArgs {
+    /// Element format: R8, R16, R32, R8G8B8A8, R32G32, R32G32B32A32, BC1..BC7, RAW<n>...
+    #[arg(long)]
+    format: Option<String>,
+    /// Size in texels: WxH (2D), or W for a 1D texture.
+    #[arg(long)]
+    size: Option<String>,
+    /// Array size (2D arrays; cube maps use 6n).
+    #[arg(long, conflicts_with = "depth")]
+    array: Option<u32>,
+    /// Cube map (array): N cubes = 6N array slices.
+    #[arg(long, conflicts_with_all = ["depth", "array"])]
+    cube: Option<u32>,
+    /// Depth: makes a 3D (volume) texture.
+    #[arg(long)]
+    depth: Option<u32>,
+    /// Mip levels (default 1; 0 = the full chain).
+    #[arg(long, default_value_t = 1)]
+    mips: u32,
+    /// Swizzle mode by AMD name (4KB_S, 64KB_R_X, LINEAR...) or enumerant.
+    #[arg(long)]
+    mode: String,
+    /// Console configuration for _X, _T and VAR modes: series-x, series-s (or navi21, the PC
+    /// reference configuration).
+    #[arg(long, default_value = "series-x")]
+    console: String,
+}
+
+#[derive(Args)]
+struct LayoutArgs {
+    #[command(flatten)]
+    surface: SurfaceArgs,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
+struct ConvertArgs {
+    /// Input file (PNG or raw).
+    input: PathBuf,
+    /// Output file (PNG or raw).
+    output: PathBuf,
+    #[command(flatten)]
+    surface: SurfaceArgs,
+}
+
+#[derive(Args)]
+struct VerifyArgs {
+    /// Reference-vector JSON file.
+    file: PathBuf,
+    /// Console configuration (default: the one the file's meta names).
+    #[arg(long)]
+    console: Option<String>,
+    /// Skip the exhaustive all_texels_fnv1a64 comparison.
+    #[arg(long)]
+    no_hash: bool,
+}
+
+pub fn run(args: TilingArgs) -> Result<i32> {
+    match args.command {
+        TilingCommand::Layout(a) => layout(a),
+        TilingCommand::Swizzle(a) => convert(a, true),
+        TilingCommand::Unswizzle(a) => convert(a, false),
+        TilingCommand::Verify(a) => verify(a),
+    }
+}
+
+fn parse_size(s: &str) -> Result<(u32, Option<u32>)> {
+    let bad = || Error::field("--size", format!("'{s}' is not WxH or W"));
+    let mut it = s.split(['x', 'X']);
+    let w = it
+        .next()
+        .ok_or_else(bad)?
+        .trim()
+        .parse()
+        .map_err(|_| bad())?;
+    let h = match it.next() {
+        Some(v) => Some(v.trim().parse().map_err(|_| bad())?),
+        None => None,
+    };
+    if it.next().is_some() {
+        return Err(bad());
+    }
+    Ok((w, h))
+}
+
+fn describe(a: &SurfaceArgs, png: Option<(u32, u32)>) -> Result<(SurfaceDesc, Console)> {
+    let mode = SwizzleMode::from_name(&a.mode)?;
+    let console = Console::from_name(&a.console)?;
+    let format = match (&a.format, png) {
+        (Some(f), _) => Format::from_name(f)?,
+        (None, Some(_)) => Format::RGBA8,
+        (None, None) => return Err(Error::field("--format", "required for raw files")),
+    };
+    let (w, h) = match (&a.size, png) {
+        (Some(s), _) => parse_size(s)?,
+        (None, Some((w, h))) => (w, Some(h)),
+        (None, None) => return Err(Error::field("--size", "required for raw files")),
+    };
+    let array = match a.cube {
+        Some(c) => c
+            .checked_mul(6)
+            .filter(|&n| n > 0)
+            .ok_or_else(|| Error::field("--cube", "must be 1 or more cubes"))?,
+        None => a.array.unwrap_or(1),
+    };
+    let (dim, h, n) = match (h, a.depth) {
+        (_, Some(d)) => (Dimension::D3, h.unwrap_or(1), d),
+        (Some(h), None) => (Dimension::D2, h, array),
+        (None, None) if a.cube.is_some() => {
+            return Err(Error::field("--size", "a cube map needs WxH"))
+        }
+        (None, None) => (Dimension::D1, 1, array),
+    };
+    let depth = if dim == Dimension::D3 { n } else { 1 };
+    let mips = if a.mips == 0 {
+        SurfaceDesc::full_mip_count(w, h, depth)
+    } else {
+        a.mips
+    };
+    let desc = SurfaceDesc {
+        format,
+        dim,
+        width: w,
+        height: h,
+        depth_or_array_size: n,
+        mip_levels: mips,
+        mode,
+    };
+    Ok((desc, console))
+}
+
+fn layout(a: LayoutArgs) -> Result<i32> {
+    let (desc, console) = describe(&a.surface, None)?;
+    let l = Layout::new(&desc, console)?;
+    if a.json {
+        println!("{}", layout_json(&l));
+        return Ok(0);
+    }
+    println!(
+        "{} {} {}x{}{} {} mips, {} ({}), console {}",
+        desc.format.name,
+        desc.dim.name(),
+        desc.width,
+        desc.height,
+        match desc.dim {
+            Dimension::D3 => format!("x{}", desc.depth_or_array_size),
+            _ if desc.depth_or_array_size > 1 => format!(" array {}", desc.depth_or_array_size),
+            _ => String::new(),
+        },
+        desc.mip_levels,
+        desc.mode,
+        desc.mode.enumerant(),
+        console.name()
+    );
+    println!(
+        "SizeBytes {}  BaseAlignmentBytes {}  SliceSizeBytes {}  StandardMipCount {}  MipTailMipCount {}",
+        l.total_size,
+        l.base_align,
+        l.slice_size,
+        l.standard_mip_count(),
+        l.mip_tail_mip_count()
+    );
+    println!(
+        "block {}x{}x{} elements ({} bytes)  pitch {}  padded height {}  padded slices {}  element {} B{}",
+        l.block_w,
+        l.block_h,
+        l.block_d,
+        1u64 << l.block_bytes_log2,
+        l.pitch,
+        l.padded_height,
+        l.padded_slices,
+        l.bytes_per_element,
+        if l.element_block > 1 { " (4x4 texels)" } else { "" }
+    );
+    println!(
+        "{:>3} {:>11} {:>17} {:>10} {:>10} {:>10} {:>4} {:>9} {:>11}",
+        "mip",
+        "texels",
+        "padded el w*h*d",
+        "offset",
+        "size",
+        "slice2d",
+        "tail",
+        "tail_off",
+        "tail_coord"
+    );
+    for (i, m) in l.mips.iter().enumerate() {
+        let texels = if desc.dim == Dimension::D3 {
+            format!("{}x{}x{}", m.width_px, m.height_px, m.depth)
+        } else {
+            format!("{}x{}", m.width_px, m.height_px)
+        };
+        println!(
+            "{:>3} {:>11} {:>17} {:>10} {:>10} {:>10} {:>4} {:>9} {:>11}",
+            i,
+            texels,
+            format!("{}x{}x{}", m.padded_w_el, m.padded_h_el, m.padded_d),
+            m.macro_block_offset,
+            l.mip_size_bytes(i as u32),
+            m.slice_bytes.map_or("-".to_string(), |v| v.to_string()),
+            if m.in_tail { "yes" } else { "no" },
+            m.mip_tail_offset,
+            format!(
+                "{},{},{}",
+                m.mip_tail_coord[0], m.mip_tail_coord[1], m.mip_tail_coord[2]
+            )
+        );
+    }
+    if !l.can_address() {
+        println!("note: addrlib has no address equation for this mode and element size; texel addressing is refused");
+    }
+    Ok(0)
+}
+
+fn layout_json(l: &Layout) -> String {
+    let mips: Vec<serde_json::Value> = l
+        .mips
+        .iter()
+        .enumerate()
+        .map(|(i, m)| {
+            serde_json::json!({
+                "mip": i,
+                "width_px": m.width_px, "height_px": m.height_px, "depth": m.depth,
+                "padded_w_el": m.padded_w_el, "padded_h_el": m.padded_h_el, "padded_d": m.padded_d,
+                "offset": m.offset, "macro_block_offset": m.macro_block_offset,
+                "size_bytes": l.mip_size_bytes(i as u32), "slice_bytes": m.slice_bytes,
+                "in_tail": m.in_tail, "mip_tail_offset": m.mip_tail_offset,
+                "mip_tail_coord": m.mip_tail_coord,
+            })
+        })
+        .collect();
+    let d = &l.desc;
+    let v = serde_json::json!({
+        "swizzle": d.mode.name(), "swizzle_enum": d.mode.enumerant(), "dim": d.dim.name(),
+        "format": d.format.name, "bytes_per_element": l.bytes_per_element,
+        "element_block": l.element_block, "width": d.width, "height": d.height,
+        "depth_or_array_size": d.depth_or_array_size, "mip_levels": d.mip_levels,
+        "console": l.console.name(),
+        "surface": {
+            "total_size": l.total_size, "slice_size": l.slice_size, "base_align": l.base_align,
+            "pitch": l.pitch, "padded_height": l.padded_height, "padded_slices": l.padded_slices,
+            "block_w": l.block_w, "block_h": l.block_h, "block_d": l.block_d,
+            "first_mip_in_tail": l.first_mip_in_tail, "mip_chain_in_tail": l.mip_chain_in_tail,
+            "standard_mip_count": l.standard_mip_count(),
+            "mip_tail_mip_count": l.mip_tail_mip_count(),
+        },
+        "mips": mips,
+    });
+    serde_json::to_string_pretty(&v).expect("JSON of plain values")
+}
+
+fn is_png(p: &Path) -> bool {
+    p.extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| e.eq_ignore_ascii_case("png"))
+}
+
+fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    let tmp = path.with_extension(format!(
+        "{}.tmp",
+        path.extension().and_then(|e| e.to_str()).unwrap_or("out")
+    ));
+    std::fs::write(&tmp, bytes).map_err(|e| Error::io(&tmp, e))?;
+    std::fs::rename(&tmp, path).map_err(|e| Error::io(path, e))
+}
+
+fn convert(a: ConvertArgs, to_tiled: bool) -> Result<i32> {
+    let png_in = to_tiled && is_png(&a.input);
+    let (input, png_size) = if png_in {
+        let img = image::open(&a.input)
+            .map_err(|e| Error::parse(&a.input, 0, format!("cannot read PNG: {e}")))?
+            .to_rgba8();
+        let (w, h) = img.dimensions();
+        (img.into_raw(), Some((w, h)))
+    } else {
+        let bytes = std::fs::read(&a.input).map_err(|e| Error::io(&a.input, e))?;
+        (bytes, None)
+    };
+    let (desc, console) = describe(&a.surface, png_size)?;
+    let l = Layout::new(&desc, console)?;
+    if to_tiled {
+        let linear = if png_in {
+            if desc.format.bytes_per_element != 4
+                || desc.format.is_block_compressed()
+                || desc.dim != Dimension::D2
+                || desc.depth_or_array_size != 1
+            {
+                return Err(Error::field(
+                    "--format",
+                    "a PNG input is one 2D R8G8B8A8 image",
+                ));
+            }
+            rgba8_mip_chain(desc.width, desc.height, &input, desc.mip_levels)
+        } else {
+            input
+        };
+        let tiled = l
+            .swizzle(&linear)
+            .map_err(|e| Error::field(a.input.display().to_string(), e.to_string()))?;
+        write_atomic(&a.output, &tiled)?;
+        println!(
+            "{}: {} bytes linear -> {} bytes {} ({})",
+            a.output.display(),
+            linear.len(),
+            tiled.len(),
+            desc.mode,
+            console.name()
+        );
+    } else {
+        let linear = l
+            .unswizzle(&input)
+            .map_err(|e| Error::field(a.input.display().to_string(), e.to_string()))?;
+        if is_png(&a.output) {
+            if desc.format.bytes_per_element != 4 || desc.format.is_block_compressed() {
+                return Err(Error::field(
+                    "--format",
+                    "a PNG output needs a 4-byte RGBA8 format",
+                ));
+            }
+            let (w, h, _) = l.linear_extent(0);
+            let mip0 = linear[..(w * h * 4) as usize].to_vec();
+            let img = image::RgbaImage::from_raw(w, h, mip0).expect("mip 0 size matches");
+            let mut png = Vec::new();
+            img.write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png)
+                .map_err(|e| Error::Other(format!("PNG encoding failed: {e}")))?;
+            write_atomic(&a.output, &png)?;
+        } else {
+            write_atomic(&a.output, &linear)?;
+        }
+        println!(
+            "{}: {} bytes {} -> {} bytes linear",
+            a.output.display(),
+            input.len(),
+            desc.mode,
+            linear.len()
+        );
+    }
+    Ok(0)
+}
+
+fn verify(a: VerifyArgs) -> Result<i32> {
+    let console = a.console.as_deref().map(Console::from_name).transpose()?;
+    let report = reference::verify_file(&a.file, console, !a.no_hash)?;
+    for case in report.cases.iter().filter(|c| !c.passed()) {
+        for f in &case.failures {
+            println!("FAIL {}: {}", case.id, f);
+        }
+    }
+    println!("{} passed, {} failed", report.passed(), report.failed());
+    let hash_only = report
+        .cases
+        .iter()
+        .filter(|c| {
+            !c.passed()
+                && c.failures
+                    .iter()
+                    .all(|f| f.starts_with("all_texels_fnv1a64"))
+        })
+        .count();
+    if hash_only > 0 {
+        println!(
+            "note: {hash_only} of the failing cases differ only in all_texels_fnv1a64 (every \
+             field and sample matches); --no-hash skips that comparison"
+        );
+    }
+    Ok(if report.failed() == 0 { 0 } else { 1 })
 }

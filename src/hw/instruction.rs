@@ -98,6 +98,23 @@ impl NodeMemory for MappedMemory<'_> {
 }
 
 /// `image_bvh_intersect_ray` with a 32-bit node pointer.
+///
+/// ```
+/// use wavetrace::hw::{image_bvh_intersect_ray, BoxNodeF32, BvhDescriptor, LaneOutcome, RayRegisters};
+/// let unit = [0.0, 0.0, 0.0, 1.0, 1.0, 1.0];
+/// let far = [5.0, 0.0, 0.0, 6.0, 1.0, 1.0];
+/// let node = BoxNodeF32 { children: [0x10, 0x20, 0x30, 0x40], boxes: [far, unit, [9.0; 6], far], user: [0; 4] };
+/// let ray = RayRegisters {
+///     extent: f32::INFINITY,
+///     origin: [-1.0, 0.5, 0.5],
+///     dir: [1.0, 0.0, 0.0],
+///     inv_dir: [1.0, f32::INFINITY, f32::INFINITY],
+/// };
+/// // Pointer 5 = box32 node at address 0; sorted nearest first, misses last.
+/// let r = image_bvh_intersect_ray(bytemuck::bytes_of(&node), &BvhDescriptor::default(), 5, &ray);
+/// assert_eq!(r.dwords, [0x20, 0x10, 0x40, 0xFFFF_FFFF]);
+/// assert_eq!(r.outcome, LaneOutcome::Tested);
+/// ```
 pub fn image_bvh_intersect_ray<M: NodeMemory + ?Sized>(
     memory: &M,
     descriptor: &BvhDescriptor,

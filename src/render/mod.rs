@@ -1,3 +1,52 @@
-//! The path tracer: every ray goes through a [`crate::wave::Tracer`].
+//! The path tracer: every ray goes through a [`crate::wave::Tracer`], so a render is also a
+//! hardware profile.
 //!
-//! (Being written.)
+//! [`render`] is a wavefront unidirectional path tracer (see [`integrator`](self) docs on
+//! [`render`]): next-event estimation on emissive triangles and the environment with
+//! multiple importance sampling (power heuristic), Russian roulette after three segments,
+//! any-hit shadow rays, a box pixel filter, and per-(pixel, sample) random streams so the
+//! image is the same whatever the thread count.
+
+mod bsdf;
+mod heatmap;
+mod integrator;
+mod output;
+mod rng;
+mod tracer;
+
+pub use bsdf::{fresnel_dielectric, Bsdf, BsdfSample};
+pub use heatmap::{heatmap_rgb8, ramp};
+pub use integrator::{
+    render, Control, RayKindStats, RenderOptions, RenderOutput, RenderProgress, RenderStats,
+};
+pub use output::{
+    encode_exr, encode_png, partial_path, to_srgb8, write_atomic, write_image, ImageFormat,
+};
+pub use rng::Rng;
+pub use tracer::{build_wave_tracer, bvh_mesh};
+
+use glam::Vec3;
+
+/// A linear RGB image, row-major, row 0 at the top.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Image {
+    pub width: u32,
+    pub height: u32,
+    pub pixels: Vec<Vec3>,
+}
+
+impl Image {
+    /// The pixel at `(x, y)`.
+    pub fn at(&self, x: u32, y: u32) -> Vec3 {
+        self.pixels[(y * self.width + x) as usize]
+    }
+
+    /// Mean over all pixels.
+    pub fn mean(&self) -> Vec3 {
+        let s = self.pixels.iter().fold([0.0f64; 3], |a, p| {
+            [a[0] + p.x as f64, a[1] + p.y as f64, a[2] + p.z as f64]
+        });
+        let n = self.pixels.len().max(1) as f64;
+        Vec3::new((s[0] / n) as f32, (s[1] / n) as f32, (s[2] / n) as f32)
+    }
+}

@@ -1,3 +1,159 @@
-//! Scenes: the TOML scene file, OBJ/MTL meshes, camera, materials and lights.
+//! Scenes: the TOML scene file, OBJ/MTL meshes, camera, materials, textures and lights.
 //!
-//! (Being written.)
+//! A [`Scene`] is plain data: one triangle soup ([`Geometry`], triangle `i` = primitive id
+//! `i`), a material per triangle, textures, an [`Environment`] and a [`Camera`]. Load one
+//! from a scene file with [`Scene::load`], or build one in code (tests do).
+//!
+//! Scene file (TOML; paths are relative to the file):
+//!
+//! ```toml
+//! [camera]
+//! eye = [278.0, 273.0, -800.0]
+//! look_at = [278.0, 273.0, 0.0]
+//! up = [0.0, 1.0, 0.0]        # optional, default +Y
+//! vfov_deg = 39.3
+//! [film]
+//! width = 512
+//! height = 512
+//! [render]                    # optional
+//! spp = 64                    # default 16
+//! max_depth = 16              # path segments, default 8
+//! [[mesh]]
+//! obj = "cornell.obj"         # .obj or .obj.gz, with its mtllib
+//! # optional: mtl = "other.mtl" and material = "name" (assign one material to every face),
+//! # scale = 2.0 or [sx, sy, sz], rotate_y_deg = 30.0, translate = [x, y, z]
+//! [environment]               # optional, default black
+//! radiance = [0.0, 0.0, 0.0]  # constant radiance; or hdr = "sky.hdr" (equirect), scale = 1.0
+//! ```
+//!
+//! Materials come from MTL files; see [`Material`] for the mapping.
+
+mod camera;
+mod file;
+mod light;
+mod material;
+mod obj;
+mod texture;
+
+pub use camera::Camera;
+pub use light::{luminance, EnvMap, Environment, LightSample, Lights};
+pub use material::{Material, MaterialKind};
+pub use texture::{linear_to_srgb8, srgb_to_linear, Texture};
+
+use crate::Result;
+use glam::Vec3;
+use std::path::Path;
+
+/// Triangle soup with per-triangle attributes. Triangle `i` is primitive id `i` for the
+/// tracer.
+#[derive(Clone, Debug, Default)]
+pub struct Geometry {
+    /// Vertex positions.
+    pub positions: Vec<[f32; 3]>,
+    /// Vertex indices per triangle; counter-clockwise seen from the front.
+    pub indices: Vec<[u32; 3]>,
+    /// Texture coordinates of the three corners of each triangle (zeros when the mesh has
+    /// none).
+    pub uvs: Vec<[[f32; 2]; 3]>,
+    /// Material index per triangle, into [`Scene::materials`].
+    pub materials: Vec<u32>,
+}
+
+impl Geometry {
+    /// Number of triangles.
+    pub fn triangle_count(&self) -> usize {
+        self.indices.len()
+    }
+
+    /// The three corners of triangle `prim`.
+    pub fn corners(&self, prim: u32) -> [Vec3; 3] {
+        let [a, b, c] = self.indices[prim as usize];
+        [
+            Vec3::from(self.positions[a as usize]),
+            Vec3::from(self.positions[b as usize]),
+            Vec3::from(self.positions[c as usize]),
+        ]
+    }
+
+    /// Appends a triangle mesh with one material; returns the first new primitive id.
+    pub fn push_mesh(
+        &mut self,
+        positions: &[[f32; 3]],
+        indices: &[[u32; 3]],
+        material: u32,
+    ) -> u32 {
+        let base = self.positions.len() as u32;
+        let first = self.indices.len() as u32;
+        self.positions.extend_from_slice(positions);
+        for tri in indices {
+            self.indices.push(tri.map(|i| i + base));
+            self.uvs.push([[0.0; 2]; 3]);
+            self.materials.push(material);
+        }
+        first
+    }
+
+    /// Diagonal of the bounding box (0 when empty).
+    pub fn bounds_diagonal(&self) -> f32 {
+        let points: Vec<Vec3> = self.positions.iter().map(|&p| Vec3::from(p)).collect();
+        crate::math::Aabb::from_points(&points).extent().length()
+    }
+}
+
+/// Output image size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FilmSize {
+    pub width: u32,
+    pub height: u32,
+}
+
+/// A loaded scene.
+#[derive(Clone, Debug)]
+pub struct Scene {
+    pub camera: Camera,
+    pub film: FilmSize,
+    /// Samples per pixel asked by the scene file (the CLI may override it).
+    pub spp: u32,
+    /// Maximum path segments (camera ray = segment 1).
+    pub max_depth: u32,
+    pub geometry: Geometry,
+    pub materials: Vec<Material>,
+    pub textures: Vec<Texture>,
+    pub environment: Environment,
+    /// Non-fatal problems found while loading (unknown MTL keys...), for the CLI to print.
+    pub warnings: Vec<String>,
+}
+
+impl Scene {
+    /// An empty scene (no geometry, black environment) seen by `camera`.
+    pub fn new(camera: Camera, film: FilmSize) -> Self {
+        Scene {
+            camera,
+            film,
+            spp: 16,
+            max_depth: 8,
+            geometry: Geometry::default(),
+            materials: Vec::new(),
+            textures: Vec::new(),
+            environment: Environment::Constant(Vec3::ZERO),
+            warnings: Vec::new(),
+        }
+    }
+
+    /// Loads a scene file and everything it references.
+    pub fn load(path: impl AsRef<Path>) -> Result<Scene> {
+        file::load(path.as_ref())
+    }
+
+    /// Parses scene-file text; `path` names the file in errors and relative paths are taken
+    /// from its directory.
+    pub fn from_toml_str(text: &str, path: impl AsRef<Path>) -> Result<Scene> {
+        file::parse(text, path.as_ref())
+    }
+
+    /// Adds a material; returns its index.
+    pub fn add_material(&mut self, material: Material) -> u32 {
+        self.materials.push(material);
+        (self.materials.len() - 1) as u32
+    }
+}

@@ -1,0 +1,110 @@
+//! Writing images: PNG (sRGB, 8 bit) and EXR (linear f32), always to a temporary file that
+//! is renamed over the target only once complete.
+
+use super::Image;
+use crate::scene::linear_to_srgb8;
+use crate::{Error, Result};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// The temporary name [`write_atomic`] writes to before renaming: `.NAME.partial` beside
+/// the target.
+pub fn partial_path(path: &Path) -> PathBuf {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "output".into());
+    path.with_file_name(format!(".{name}.partial"))
+}
+
+/// Writes `path` through `produce`: the bytes go to [`partial_path`], which is flushed,
+/// synced and renamed onto `path` only when `produce` succeeds. On any error the partial
+/// file is removed and `path` is left as it was.
+pub fn write_atomic(path: &Path, produce: impl FnOnce(&mut dyn Write) -> Result<()>) -> Result<()> {
+    let tmp = partial_path(path);
+    let result = (|| {
+        let file = std::fs::File::create(&tmp).map_err(|e| Error::io(&tmp, e))?;
+        let mut w = std::io::BufWriter::new(file);
+        produce(&mut w)?;
+        let file = w
+            .into_inner()
+            .map_err(|e| Error::io(&tmp, e.into_error()))?;
+        file.sync_all().map_err(|e| Error::io(&tmp, e))?;
+        drop(file);
+        std::fs::rename(&tmp, path).map_err(|e| Error::io(path, e))
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// Output formats, chosen by file extension.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ImageFormat {
+    Png,
+    Exr,
+}
+
+impl ImageFormat {
+    /// The format for `path`'s extension (`.png` or `.exr`, any case).
+    pub fn from_path(path: &Path) -> Result<ImageFormat> {
+        match path
+            .extension()
+            .map(|e| e.to_string_lossy().to_ascii_lowercase())
+            .as_deref()
+        {
+            Some("png") => Ok(ImageFormat::Png),
+            Some("exr") => Ok(ImageFormat::Exr),
+            _ => Err(Error::field(
+                "--out",
+                format!("{}: use a .png or .exr file name", path.display()),
+            )),
+        }
+    }
+}
+
+/// 8-bit sRGB bytes (RGB, row-major) of `image` scaled by `2^exposure`.
+pub fn to_srgb8(image: &Image, exposure: f32) -> Vec<u8> {
+    let scale = exposure.exp2();
+    image
+        .pixels
+        .iter()
+        .flat_map(|p| (*p * scale).to_array().map(linear_to_srgb8))
+        .collect()
+}
+
+/// Encodes RGB8 bytes as PNG into `w`.
+pub fn encode_png(w: &mut dyn Write, width: u32, height: u32, rgb: &[u8]) -> Result<()> {
+    use image::ImageEncoder;
+    image::codecs::png::PngEncoder::new(w)
+        .write_image(rgb, width, height, image::ExtendedColorType::Rgb8)
+        .map_err(|e| Error::Other(format!("PNG encoding failed: {e}")))
+}
+
+/// Encodes `image` as a linear f32 RGB EXR into `w`.
+pub fn encode_exr(w: &mut dyn Write, image: &Image) -> Result<()> {
+    use exr::prelude::*;
+    let (width, height) = (image.width as usize, image.height as usize);
+    let channels = SpecificChannels::rgb(|Vec2(x, y): Vec2<usize>| {
+        let p = image.pixels[y * width + x];
+        (p.x, p.y, p.z)
+    });
+    let mut buf = std::io::Cursor::new(Vec::new());
+    Image::from_channels((width, height), channels)
+        .write()
+        .to_buffered(&mut buf)
+        .map_err(|e| crate::Error::Other(format!("EXR encoding failed: {e}")))?;
+    w.write_all(buf.get_ref())
+        .map_err(|e| crate::Error::Other(format!("write failed: {e}")))
+}
+
+/// Writes `image` to `path` as PNG (with `exposure` in stops) or EXR (linear, exposure
+/// ignored), by extension, through [`write_atomic`].
+pub fn write_image(path: &Path, image: &Image, exposure: f32) -> Result<()> {
+    let format = ImageFormat::from_path(path)?;
+    write_atomic(path, |w| match format {
+        ImageFormat::Png => encode_png(w, image.width, image.height, &to_srgb8(image, exposure)),
+        ImageFormat::Exr => encode_exr(w, image),
+    })
+}

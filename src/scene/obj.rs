@@ -1,0 +1,246 @@
+//! OBJ (plain or gzip) and MTL loading through tobj.
+
+use super::{Material, Scene, Texture};
+use crate::{Error, Result};
+use glam::{Mat3, Vec3};
+use std::cell::RefCell;
+use std::collections::{BTreeSet, HashMap};
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+
+/// Where and how one OBJ enters the scene.
+pub(crate) struct MeshPlacement {
+    /// `world_from_object` linear part and translation.
+    pub linear: Mat3,
+    pub translate: Vec3,
+    /// Optional MTL file to take `material` from.
+    pub mtl: Option<PathBuf>,
+    /// Optional material name assigned to every face.
+    pub material: Option<String>,
+}
+
+fn open_maybe_gz(path: &Path) -> Result<Box<dyn BufRead>> {
+    let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    let is_gz = path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("gz"));
+    Ok(if is_gz {
+        Box::new(BufReader::new(flate2::read::GzDecoder::new(file)))
+    } else {
+        Box::new(BufReader::new(file))
+    })
+}
+
+/// MTL keys whose values the renderer ignores (warned about once per file).
+fn ignored_keys(m: &tobj::Material) -> Vec<String> {
+    let mut keys = Vec::new();
+    let mut push = |present: bool, k: &str| {
+        if present {
+            keys.push(k.to_string());
+        }
+    };
+    push(m.ambient_texture.is_some(), "map_Ka");
+    push(m.specular_texture.is_some(), "map_Ks");
+    push(m.normal_texture.is_some(), "map_Bump");
+    push(m.shininess_texture.is_some(), "map_Ns");
+    push(m.dissolve_texture.is_some(), "map_d");
+    for k in m.unknown_param.keys() {
+        if k != "Pm" && k != "Pr" {
+            keys.push(k.clone());
+        }
+    }
+    keys
+}
+
+/// Loads an MTL file; errors name it.
+fn load_mtl(path: &Path) -> Result<Vec<tobj::Material>> {
+    Ok(load_mtl_with_names(path)?.0)
+}
+
+/// tobj's MTL result: materials and their name-to-index map.
+type MtlWithNames = <tobj::MTLLoadResult as OkType>::Ok;
+
+/// Names the success type of a `Result` (tobj's map type is not re-exported).
+trait OkType {
+    type Ok;
+}
+
+impl<T, E> OkType for std::result::Result<T, E> {
+    type Ok = T;
+}
+
+/// Loads an MTL file with tobj's name-to-index map; errors name it.
+fn load_mtl_with_names(path: &Path) -> Result<MtlWithNames> {
+    let mut reader = open_maybe_gz(path)?;
+    tobj::load_mtl_buf(&mut reader)
+        .map_err(|e| Error::parse(path, 0, format!("cannot parse MTL: {e}")))
+}
+
+/// Converts MTL materials into scene materials (loading their textures); returns the scene
+/// material index of each.
+fn add_materials(
+    scene: &mut Scene,
+    mtl_path: &Path,
+    mats: &[tobj::Material],
+    textures: &mut HashMap<PathBuf, u32>,
+) -> Result<Vec<u32>> {
+    let dir = mtl_path.parent().unwrap_or(Path::new("."));
+    let mut ignored = BTreeSet::new();
+    let mut ids = Vec::new();
+    for m in mats {
+        ignored.extend(ignored_keys(m));
+        let tex = match &m.diffuse_texture {
+            Some(name) => {
+                let path = dir.join(name.trim());
+                let id = match textures.get(&path) {
+                    Some(&id) => id,
+                    None => {
+                        scene.textures.push(Texture::load(&path)?);
+                        let id = (scene.textures.len() - 1) as u32;
+                        textures.insert(path, id);
+                        id
+                    }
+                };
+                Some(id)
+            }
+            None => None,
+        };
+        ids.push(scene.add_material(Material::from_mtl(m, tex)));
+    }
+    if !ignored.is_empty() {
+        let keys: Vec<String> = ignored.into_iter().collect();
+        scene.warnings.push(format!(
+            "{}: ignoring MTL keys the renderer does not use: {}",
+            mtl_path.display(),
+            keys.join(", ")
+        ));
+    }
+    Ok(ids)
+}
+
+/// Loads `obj_path` into `scene` with `placement`.
+pub(crate) fn load_obj(
+    scene: &mut Scene,
+    obj_path: &Path,
+    placement: &MeshPlacement,
+    textures: &mut HashMap<PathBuf, u32>,
+) -> Result<()> {
+    let mut reader = open_maybe_gz(obj_path)?;
+    let dir = obj_path.parent().unwrap_or(Path::new(".")).to_path_buf();
+    let mtl_error: RefCell<Option<Error>> = RefCell::new(None);
+    let mtl_paths: RefCell<Vec<PathBuf>> = RefCell::new(Vec::new());
+    let options = tobj::LoadOptions {
+        triangulate: true,
+        single_index: false,
+        ignore_points: true,
+        ignore_lines: true,
+    };
+    // Read the OBJ through our own reader so that I/O errors inside a .gz name the file.
+    let mut text = Vec::new();
+    reader
+        .read_to_end(&mut text)
+        .map_err(|e| Error::io(obj_path, e))?;
+    let loaded = tobj::load_obj_buf(&mut text.as_slice(), &options, |mtl| {
+        let path = dir.join(mtl);
+        match load_mtl_with_names(&path) {
+            Ok(loaded) => {
+                mtl_paths.borrow_mut().push(path);
+                Ok(loaded)
+            }
+            Err(e) => {
+                mtl_error.borrow_mut().get_or_insert(e);
+                Err(tobj::LoadError::OpenFileFailed)
+            }
+        }
+    });
+    if let Some(e) = mtl_error.into_inner() {
+        return Err(e);
+    }
+    let (models, materials) =
+        loaded.map_err(|e| Error::parse(obj_path, 0, format!("cannot parse OBJ: {e}")))?;
+    let materials = materials.unwrap_or_default();
+    let mtl_file = mtl_paths
+        .into_inner()
+        .first()
+        .cloned()
+        .unwrap_or_else(|| obj_path.with_extension("mtl"));
+
+    // Materials of the OBJ's own mtllib.
+    let mat_ids = add_materials(scene, &mtl_file, &materials, textures)?;
+    // An explicit material for every face.
+    let mut forced: Option<u32> = None;
+    if let Some(name) = &placement.material {
+        let (names, ids): (Vec<String>, Vec<u32>) = match &placement.mtl {
+            Some(mtl) => {
+                let mats = load_mtl(mtl)?;
+                let ids = add_materials(scene, mtl, &mats, textures)?;
+                (mats.into_iter().map(|m| m.name).collect(), ids)
+            }
+            None => (
+                materials.iter().map(|m| m.name.clone()).collect(),
+                mat_ids.clone(),
+            ),
+        };
+        let pos = names.iter().position(|n| n == name).ok_or_else(|| {
+            let file = placement.mtl.as_deref().unwrap_or(&mtl_file);
+            Error::field(
+                "mesh.material",
+                format!("no material named {name:?} in {}", file.display()),
+            )
+        })?;
+        forced = Some(ids[pos]);
+    }
+    let mut default_id = None;
+    let mut default_material = |scene: &mut Scene| -> u32 {
+        *default_id.get_or_insert_with(|| scene.add_material(Material::default_material()))
+    };
+    let flip = placement.linear.determinant() < 0.0;
+    for model in &models {
+        let mesh = &model.mesh;
+        let g_base = scene.geometry.positions.len() as u32;
+        let vcount = mesh.positions.len() / 3;
+        for v in mesh.positions.chunks_exact(3) {
+            let p = placement.linear * Vec3::new(v[0], v[1], v[2]) + placement.translate;
+            if !p.is_finite() {
+                return Err(Error::parse(obj_path, 0, "vertex position is NaN or Inf"));
+            }
+            scene.geometry.positions.push(p.to_array());
+        }
+        let material = match forced {
+            Some(id) => id,
+            None => match mesh.material_id.and_then(|i| mat_ids.get(i).copied()) {
+                Some(id) => id,
+                None => default_material(scene),
+            },
+        };
+        let has_uv = !mesh.texcoord_indices.is_empty() && !mesh.texcoords.is_empty();
+        for (t, tri) in mesh.indices.chunks_exact(3).enumerate() {
+            if tri.iter().any(|&i| i as usize >= vcount) {
+                return Err(Error::parse(obj_path, 0, "face index out of range"));
+            }
+            let mut idx = [tri[0] + g_base, tri[1] + g_base, tri[2] + g_base];
+            let mut uv = [[0.0f32; 2]; 3];
+            if has_uv {
+                for (k, corner) in uv.iter_mut().enumerate() {
+                    let ti = mesh.texcoord_indices[3 * t + k] as usize;
+                    if 2 * ti + 1 >= mesh.texcoords.len() {
+                        return Err(Error::parse(
+                            obj_path,
+                            0,
+                            "texture coordinate index out of range",
+                        ));
+                    }
+                    *corner = [mesh.texcoords[2 * ti], mesh.texcoords[2 * ti + 1]];
+                }
+            }
+            if flip {
+                idx.swap(1, 2);
+                uv.swap(1, 2);
+            }
+            scene.geometry.indices.push(idx);
+            scene.geometry.uvs.push(uv);
+            scene.geometry.materials.push(material);
+        }
+    }
+    Ok(())
+}

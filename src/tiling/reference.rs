@@ -1,0 +1,331 @@
+//! Runs a reference-vector file in the schema of `../shared/data/tiling/README.md`: every
+//! surface and mip field, every texel sample and the exhaustive offset hash of each case, and
+//! the refusal of every rejected combination.
+
+use super::layout::{Layout, SurfaceDesc};
+use super::mode::{BlockSize, Console, Dimension, Format, PipeXor, SwizzleMode};
+use crate::{Error, Result};
+use serde_json::Value;
+use std::path::Path;
+
+/// The outcome of one case: its id and the fields that did not match (empty = passed).
+#[derive(Clone, Debug)]
+pub struct CaseOutcome {
+    pub id: String,
+    pub failures: Vec<String>,
+}
+
+impl CaseOutcome {
+    pub fn passed(&self) -> bool {
+        self.failures.is_empty()
+    }
+}
+
+/// All outcomes of a file.
+#[derive(Clone, Debug, Default)]
+pub struct Report {
+    /// The console used for configuration-dependent modes (`None`: none known for the file).
+    pub console: Option<Console>,
+    pub cases: Vec<CaseOutcome>,
+}
+
+impl Report {
+    pub fn passed(&self) -> usize {
+        self.cases.iter().filter(|c| c.passed()).count()
+    }
+    pub fn failed(&self) -> usize {
+        self.cases.len() - self.passed()
+    }
+}
+
+/// Reads and runs the file at `path`. `console` overrides the configuration named in the
+/// file's `meta` (`anaconda_hyp` = Series X, `lockhart_hyp` = Series S).
+///
+/// `check_hashes` compares `all_texels_fnv1a64` too (see the module notes on the hash).
+pub fn verify_file(path: &Path, console: Option<Console>, check_hashes: bool) -> Result<Report> {
+    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+    verify_str(&text, path, console, check_hashes)
+}
+
+/// Runs the reference vectors in `text` (read from `path`, used in messages).
+pub fn verify_str(
+    text: &str,
+    path: &Path,
+    console: Option<Console>,
+    check_hashes: bool,
+) -> Result<Report> {
+    let doc: Value = serde_json::from_str(text)
+        .map_err(|e| Error::parse(path, e.line(), format!("invalid JSON: {e}")))?;
+    let cases = doc
+        .get("cases")
+        .and_then(Value::as_array)
+        .ok_or_else(|| Error::parse(path, 0, "no \"cases\" array"))?;
+    let console = console.or_else(|| doc.get("meta").and_then(console_of_meta));
+    let mut report = Report {
+        console,
+        cases: Vec::with_capacity(cases.len()),
+    };
+    for (i, case) in cases.iter().enumerate() {
+        let id = case
+            .get("id")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .unwrap_or_else(|| format!("case #{i}"));
+        let mut failures = Vec::new();
+        if let Err(e) = run_case(case, console, check_hashes, &mut failures) {
+            failures.push(e.to_string());
+        }
+        report.cases.push(CaseOutcome { id, failures });
+    }
+    Ok(report)
+}
+
+fn console_of_meta(meta: &Value) -> Option<Console> {
+    if let Some(p) = meta.get("config_params") {
+        let pipes = p.get("num_pipes").and_then(Value::as_u64)?;
+        let pkrs = p.get("num_pkrs").and_then(Value::as_u64)?;
+        return Console::from_config(pipes as u32, pkrs as u32).ok();
+    }
+    let name = meta.get("config").and_then(Value::as_str)?;
+    if name.starts_with("anaconda") {
+        Some(Console::SeriesX)
+    } else if name.starts_with("lockhart") {
+        Some(Console::SeriesS)
+    } else if name.starts_with("navi21") {
+        Some(Console::Navi21)
+    } else {
+        None
+    }
+}
+
+fn field<'a>(v: &'a Value, name: &str) -> Result<&'a Value> {
+    v.get(name)
+        .ok_or_else(|| Error::field(name, "missing from the case"))
+}
+
+fn uint(v: &Value, name: &str) -> Result<u64> {
+    field(v, name)?
+        .as_u64()
+        .ok_or_else(|| Error::field(name, "not a non-negative integer"))
+}
+
+fn u32_of(v: &Value, name: &str) -> Result<u32> {
+    u32::try_from(uint(v, name)?).map_err(|_| Error::field(name, "too large"))
+}
+
+fn compare<T: PartialEq + std::fmt::Debug>(
+    failures: &mut Vec<String>,
+    name: &str,
+    expected: T,
+    got: T,
+) {
+    if expected != got {
+        failures.push(format!("{name}: expected {expected:?}, got {got:?}"));
+    }
+}
+
+fn run_case(
+    case: &Value,
+    console: Option<Console>,
+    check_hashes: bool,
+    failures: &mut Vec<String>,
+) -> Result<()> {
+    let mode_name = field(case, "swizzle")?
+        .as_str()
+        .ok_or_else(|| Error::field("swizzle", "not a string"))?;
+    let mode = SwizzleMode::from_name(mode_name)?;
+    if let Some(e) = case.get("swizzle_enum").and_then(Value::as_u64) {
+        compare(failures, "swizzle_enum", e, mode.enumerant() as u64);
+    }
+    let dim = match field(case, "dim")?.as_str() {
+        Some("1D") => Dimension::D1,
+        Some("2D") => Dimension::D2,
+        Some("3D") => Dimension::D3,
+        other => return Err(Error::field("dim", format!("unknown dimension {other:?}"))),
+    };
+    let format = Format::from_name(
+        field(case, "format")?
+            .as_str()
+            .ok_or_else(|| Error::field("format", "not a string"))?,
+    )?;
+    if let Some(bpe) = case.get("bytes_per_element").and_then(Value::as_u64) {
+        compare(
+            failures,
+            "bytes_per_element",
+            bpe,
+            format.bytes_per_element as u64,
+        );
+    }
+    if let Some(b) = case.get("element_block").and_then(Value::as_u64) {
+        compare(failures, "element_block", b, format.element_block as u64);
+    }
+    let depth_or_array = if dim == Dimension::D3 {
+        u32_of(case, "depth")?
+    } else {
+        case.get("array_size").and_then(Value::as_u64).unwrap_or(1) as u32
+    };
+    let desc = SurfaceDesc {
+        format,
+        dim,
+        width: u32_of(case, "width")?,
+        height: u32_of(case, "height")?,
+        depth_or_array_size: depth_or_array,
+        mip_levels: u32_of(case, "mip_levels")?,
+        mode,
+    };
+    let needs_config = mode.pipe_xor() != PipeXor::None || mode.block_size() == BlockSize::Var;
+    let rejected = case
+        .get("rejected_by_addrlib")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    let console = match (needs_config, console) {
+        (_, Some(c)) => c,
+        (false, None) => Console::SeriesX,
+        (true, None) if rejected => Console::SeriesX,
+        (true, None) => {
+            return Err(Error::field(
+                "configuration",
+                "the file names no known console configuration; pass --console",
+            ))
+        }
+    };
+    let layout = Layout::new(&desc, console);
+    if rejected {
+        if layout.is_ok() {
+            failures.push(format!(
+                "rejected_by_addrlib: addrlib refuses {} {} {}, wavetrace accepted it",
+                mode.name(),
+                dim.name(),
+                format.name
+            ));
+        }
+        return Ok(());
+    }
+    let layout = layout?;
+
+    let s = field(case, "surface")?;
+    let surf: [(&str, u64); 12] = [
+        ("total_size", layout.total_size),
+        ("slice_size", layout.slice_size),
+        ("base_align", layout.base_align),
+        ("pitch", layout.pitch as u64),
+        ("padded_height", layout.padded_height as u64),
+        ("padded_slices", layout.padded_slices as u64),
+        ("block_w", layout.block_w as u64),
+        ("block_h", layout.block_h as u64),
+        ("block_d", layout.block_d as u64),
+        ("first_mip_in_tail", layout.first_mip_in_tail as u64),
+        ("standard_mip_count", layout.standard_mip_count() as u64),
+        ("mip_tail_mip_count", layout.mip_tail_mip_count() as u64),
+    ];
+    for (name, got) in surf {
+        if let Some(v) = s.get(name).and_then(Value::as_u64) {
+            compare(failures, &format!("surface.{name}"), v, got);
+        }
+    }
+    if let Some(v) = s.get("mip_chain_in_tail").and_then(Value::as_bool) {
+        compare(
+            failures,
+            "surface.mip_chain_in_tail",
+            v,
+            layout.mip_chain_in_tail,
+        );
+    }
+
+    let mips = field(case, "mips")?
+        .as_array()
+        .ok_or_else(|| Error::field("mips", "not an array"))?;
+    compare(failures, "mips.len", mips.len(), layout.mips.len());
+    for (i, (m, ours)) in mips.iter().zip(&layout.mips).enumerate() {
+        let fields: [(&str, u64); 10] = [
+            ("width_px", ours.width_px as u64),
+            ("height_px", ours.height_px as u64),
+            ("depth", ours.depth as u64),
+            ("padded_w_el", ours.padded_w_el as u64),
+            ("padded_h_el", ours.padded_h_el as u64),
+            ("padded_d", ours.padded_d as u64),
+            ("offset", ours.offset),
+            ("macro_block_offset", ours.macro_block_offset),
+            ("mip_tail_offset", ours.mip_tail_offset),
+            ("slice_bytes", ours.slice_bytes.unwrap_or(u64::MAX)),
+        ];
+        for (name, got) in fields {
+            match m.get(name) {
+                Some(Value::Null) if name == "slice_bytes" => compare(
+                    failures,
+                    &format!("mips[{i}].slice_bytes"),
+                    None,
+                    ours.slice_bytes,
+                ),
+                Some(v) => {
+                    if let Some(v) = v.as_u64() {
+                        compare(failures, &format!("mips[{i}].{name}"), v, got);
+                    }
+                }
+                None => {}
+            }
+        }
+        if let Some(v) = m.get("in_tail").and_then(Value::as_bool) {
+            compare(failures, &format!("mips[{i}].in_tail"), v, ours.in_tail);
+        }
+        if let Some(c) = m.get("mip_tail_coord").and_then(Value::as_array) {
+            let c: Vec<u64> = c.iter().filter_map(Value::as_u64).collect();
+            let o: Vec<u64> = ours.mip_tail_coord.iter().map(|&v| v as u64).collect();
+            compare(failures, &format!("mips[{i}].mip_tail_coord"), c, o);
+        }
+    }
+
+    if case.get("samples_error").is_some() {
+        if layout.can_address() {
+            failures.push(
+                "samples_error: addrlib refuses texel addressing here, wavetrace addressed it"
+                    .into(),
+            );
+        }
+        return Ok(());
+    }
+    if let Some(samples) = case.get("samples").and_then(Value::as_array) {
+        for sample in samples {
+            let v: Vec<u64> = sample
+                .as_array()
+                .map(|a| a.iter().filter_map(Value::as_u64).collect())
+                .unwrap_or_default();
+            if v.len() != 5 {
+                return Err(Error::field(
+                    "samples",
+                    format!("malformed sample {sample}"),
+                ));
+            }
+            let (mip, sl, x, y) = (v[0] as u32, v[1] as u32, v[2] as u32, v[3] as u32);
+            match layout.offset(mip, sl, x, y) {
+                Ok(got) => compare(
+                    failures,
+                    &format!("samples[mip {mip}, slice {sl}, x {x}, y {y}]"),
+                    v[4],
+                    got,
+                ),
+                Err(e) => {
+                    failures.push(format!("samples[mip {mip}, slice {sl}, x {x}, y {y}]: {e}"))
+                }
+            }
+        }
+    }
+    if let Some(hash) = case
+        .get("all_texels_fnv1a64")
+        .and_then(Value::as_str)
+        .filter(|_| check_hashes)
+    {
+        let expected = u64::from_str_radix(hash, 16)
+            .map_err(|_| Error::field("all_texels_fnv1a64", format!("not hex: {hash}")))?;
+        let (got, count) = layout.texel_hash()?;
+        if let Some(n) = case.get("texel_count").and_then(Value::as_u64) {
+            compare(failures, "texel_count", n, count);
+        }
+        if expected != got {
+            failures.push(format!(
+                "all_texels_fnv1a64: expected {expected:016x}, got {got:016x}"
+            ));
+        }
+    }
+    Ok(())
+}
