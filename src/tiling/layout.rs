@@ -250,14 +250,13 @@ impl Layout {
                 let (w, h, dd) = BRICK_1K_3D[e as usize];
                 let k = b_log2 - 10;
                 let m = 1 << (k / 3);
-                let (mut w, mut h, mut dd) = (w * m, h * m, dd * m);
+                let (w, mut h, mut dd) = (w * m, h * m, dd * m);
                 if k % 3 >= 1 {
                     dd *= 2;
                 }
                 if k % 3 == 2 {
                     h *= 2;
                 }
-                let _ = &mut w;
                 (w, h, dd)
             }
             _ => {
