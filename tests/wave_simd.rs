@@ -165,8 +165,8 @@ fn random_node(rng: &mut Rng, mem: &mut [u8], n: usize, ray: &RayRegisters, scal
                     _ if exact => [0, 1, 2].map(|_| rng.below(7) as f32 - 3.0),
                     _ => std::array::from_fn(|a| center[a] + (rng.unit() - 0.5) * scale),
                 };
-                for a in 0..3 {
-                    put(bytes, 12 * v + 4 * a, p[a].to_bits());
+                for (a, c) in p.iter().enumerate() {
+                    put(bytes, 12 * v + 4 * a, c.to_bits());
                 }
             }
             let word = if rng.chance(0.8) {
@@ -244,7 +244,7 @@ fn simd_wave_instruction_is_bit_identical_to_the_scalar_reference() {
         // few pointing past the memory (unmapped).
         let memory = BvhMemory { bytes: &mem, va: 0 };
         let cache = NodeCache::build(&memory, &descriptor, 0x5);
-        let with_cache = round % 2 == 0;
+        let with_cache = round.is_multiple_of(2);
         let intersector = WaveIntersector::new(memory, descriptor, with_cache.then_some(&cache));
         for _ in 0..32 {
             let mut wave: Wave<64> = Wave::new(0);

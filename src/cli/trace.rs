@@ -66,6 +66,8 @@ struct Stats<'a> {
     /// Tracing only, seconds.
     trace_seconds: f64,
     threads: usize,
+    /// The merged counters (also inside `report`).
+    counters: &'a Counters,
     report: &'a Report,
 }
 
@@ -128,6 +130,7 @@ pub fn run(args: TraceArgs) -> Result<i32> {
             build_seconds,
             trace_seconds,
             threads,
+            counters: &counters,
             report: &report,
         };
         let mut json = serde_json::to_string_pretty(&stats)

@@ -17,7 +17,22 @@ pub mod stream;
 mod tracer;
 
 pub use stack::FullStack;
-pub use tracer::{PrimitiveIds, Strategy, WaveTracer, WaveTracerConfig};
+pub use tracer::{Strategy, WaveTracer, WaveTracerConfig};
+
+/// Maps an accepted triangle (its pointer and the instruction's four dwords) to the
+/// application's primitive id (`u32::MAX` for none).
+pub trait PrimitiveIds: Send + Sync {
+    fn primitive_id(&self, triangle_pointer: u32, dwords: &[u32; 4]) -> u32;
+
+    /// Hints that `triangle_pointer` will be looked up soon (no effect on results).
+    fn prefetch(&self, _triangle_pointer: u32) {}
+}
+
+impl<F: Fn(u32, &[u32; 4]) -> u32 + Send + Sync> PrimitiveIds for F {
+    fn primitive_id(&self, triangle_pointer: u32, dwords: &[u32; 4]) -> u32 {
+        self(triangle_pointer, dwords)
+    }
+}
 
 use crate::counters::Counters;
 use crate::hw::instruction::LaneOutcome;
@@ -132,7 +147,7 @@ pub struct LaneOutput {
 /// primitive (not `u32::MAX`), and at an equal t only a smaller primitive id replaces the
 /// current hit, so the result does not depend on the traversal order.
 #[allow(clippy::too_many_arguments)]
-pub fn trace_wave<const W: usize, T: Traversal, P: Fn(u32, &[u32; 4]) -> u32>(
+pub fn trace_wave<const W: usize, T: Traversal, P: PrimitiveIds + ?Sized>(
     intersector: &WaveIntersector,
     traversal: &T,
     root: u32,
@@ -195,7 +210,7 @@ pub fn trace_wave<const W: usize, T: Traversal, P: Fn(u32, &[u32; 4]) -> u32>(
                     // t = t_num / t_denom; a miss is {+inf, 1.0} and never wins.
                     let t = f32::from_bits(dwords[0]) / f32::from_bits(dwords[1]);
                     if t >= lane.hit.tmin && t <= lane.hit.best_t && t < f32::INFINITY {
-                        let prim = prim_id(node, &dwords);
+                        let prim = prim_id.primitive_id(node, &dwords);
                         let better = prim != u32::MAX
                             && (lane.hit.best.is_none()
                                 || t < lane.hit.best_t
@@ -221,6 +236,10 @@ pub fn trace_wave<const W: usize, T: Traversal, P: Fn(u32, &[u32; 4]) -> u32>(
             match next {
                 Some(p) => {
                     intersector.prefetch(p);
+                    if p & 4 == 0 {
+                        // Triangle types 0-3: its primitive id will be needed.
+                        prim_id.prefetch(p);
+                    }
                     wave.node[i] = p;
                 }
                 None => wave.retire(i, LaneStatus::Finished),

@@ -2,8 +2,9 @@
 //!
 //! After a box query the lane goes on with the first (nearest, when sorting is on) returned
 //! child and pushes the others so that the next nearest is popped first; after a leaf it pops.
-//! The stack lives in a `Vec` per lane that keeps its capacity between rays, so the inner loop
-//! does not allocate once warmed up.
+//! The stack is a buffer per lane that keeps its size between rays (it only grows, doubling,
+//! when a deeper tree needs it), so the inner loop does not allocate once warmed up; pushes
+//! write three entries unconditionally and advance by the number of valid ones.
 
 use super::{is_child, Traversal};
 
@@ -11,10 +12,62 @@ use super::{is_child, Traversal};
 #[derive(Clone, Copy, Debug, Default)]
 pub struct FullStack;
 
-/// A lane's stack.
-#[derive(Clone, Debug, Default)]
+/// A lane's stack: `buf[..len]` holds the pending nodes, top last.
+#[derive(Clone, Debug)]
 pub struct StackLane {
-    stack: Vec<u32>,
+    buf: Vec<u32>,
+    len: usize,
+}
+
+impl Default for StackLane {
+    fn default() -> Self {
+        StackLane {
+            buf: vec![0; 64],
+            len: 0,
+        }
+    }
+}
+
+impl StackLane {
+    #[inline]
+    fn pop(&mut self) -> Option<u32> {
+        if self.len == 0 {
+            None
+        } else {
+            self.len -= 1;
+            Some(self.buf[self.len])
+        }
+    }
+
+    #[inline]
+    fn push(&mut self, v: u32) {
+        if self.len == self.buf.len() {
+            self.grow();
+        }
+        self.buf[self.len] = v;
+        self.len += 1;
+    }
+
+    /// Pushes `entries[3 - n..]` (n <= 3) with one fixed-size copy.
+    #[inline]
+    fn push_last(&mut self, entries: [u32; 3], n: usize) {
+        if self.len + 3 > self.buf.len() {
+            self.grow();
+        }
+        self.buf[self.len..self.len + 3].copy_from_slice(&entries);
+        // The copy wrote all three; keep only the last n, in order.
+        if n < 3 {
+            self.buf
+                .copy_within(self.len + 3 - n..self.len + 3, self.len);
+        }
+        self.len += n;
+    }
+
+    #[cold]
+    fn grow(&mut self) {
+        let n = self.buf.len().max(16) * 2;
+        self.buf.resize(n, 0);
+    }
 }
 
 impl Traversal for FullStack {
@@ -26,7 +79,7 @@ impl Traversal for FullStack {
 
     #[inline]
     fn begin(&self, lane: &mut StackLane, root: u32) -> u32 {
-        lane.stack.clear();
+        lane.len = 0;
         root
     }
 
@@ -38,10 +91,9 @@ impl Traversal for FullStack {
             // No holes (always so when sorting is on): go to children[0], push the rest so
             // that children[1] pops first.
             if n == 0 {
-                return lane.stack.pop();
+                return lane.pop();
             }
-            let reversed = [children[3], children[2], children[1]];
-            lane.stack.extend_from_slice(&reversed[4 - n..]);
+            lane.push_last([children[3], children[2], children[1]], n - 1);
             return Some(children[0]);
         }
         // Unsorted results may have holes: skip invalid slots.
@@ -49,21 +101,21 @@ impl Traversal for FullStack {
         for &c in children.iter().rev() {
             if is_child(c) {
                 if let Some(n) = next.replace(c) {
-                    lane.stack.push(n);
+                    lane.push(n);
                 }
             }
         }
-        next.or_else(|| lane.stack.pop())
+        next.or_else(|| lane.pop())
     }
 
     #[inline]
     fn after_leaf(&self, lane: &mut StackLane, _node: u32) -> Option<u32> {
-        lane.stack.pop()
+        lane.pop()
     }
 
     #[inline]
     fn stack_depth(&self, lane: &StackLane) -> usize {
-        lane.stack.len()
+        lane.len
     }
 }
 
@@ -83,6 +135,25 @@ mod tests {
         assert_eq!(t.after_leaf(&mut lane, 10), Some(20));
         assert_eq!(t.after_box(&mut lane, 20, [I, I, I, I]), Some(30));
         assert_eq!(t.after_leaf(&mut lane, 30), None);
+    }
+
+    #[test]
+    fn grows_past_its_initial_size() {
+        let t = FullStack;
+        let mut lane = StackLane::default();
+        t.begin(&mut lane, 5);
+        for i in 0..100u32 {
+            assert_eq!(
+                t.after_box(&mut lane, 5, [4 * i, 4 * i + 1, 4 * i + 2, I]),
+                Some(4 * i)
+            );
+        }
+        assert_eq!(t.stack_depth(&lane), 200);
+        for i in (0..100u32).rev() {
+            assert_eq!(t.after_leaf(&mut lane, 0), Some(4 * i + 1));
+            assert_eq!(t.after_leaf(&mut lane, 0), Some(4 * i + 2));
+        }
+        assert_eq!(t.after_leaf(&mut lane, 0), None);
     }
 
     #[test]

@@ -6,13 +6,16 @@
 //! per-block counters are merged in block order, so hits and counters are identical for any
 //! number of threads.
 
-use super::{hit_from_dwords, trace_wave, FullStack, LaneOutput, LaneState, Query, Traversal};
+use super::{
+    hit_from_dwords, trace_wave, FullStack, LaneOutput, LaneState, PrimitiveIds, Query, Traversal,
+};
 use crate::bvh::query::barycentrics_f64;
 use crate::bvh::{BvhImage, Mesh};
 use crate::counters::Counters;
 use crate::hw::descriptor::{BvhDescriptor, TriangleReturnMode};
 use crate::hw::peak::{ConsoleConfig, SERIES_X};
 use crate::math::{Hit, Ray};
+use crate::wave::intersector::prefetch_lines;
 use crate::wave::{BvhMemory, NodeCache, Tracer, Wave, WaveIntersector, WaveWidth};
 use rayon::prelude::*;
 
@@ -68,22 +71,18 @@ impl Default for WaveTracerConfig {
     }
 }
 
-/// Maps an accepted triangle (its pointer and the instruction's four dwords) to the
-/// application's primitive id.
-pub trait PrimitiveIds: Send + Sync {
-    fn primitive_id(&self, triangle_pointer: u32, dwords: &[u32; 4]) -> u32;
-}
-
-impl<F: Fn(u32, &[u32; 4]) -> u32 + Send + Sync> PrimitiveIds for F {
-    fn primitive_id(&self, triangle_pointer: u32, dwords: &[u32; 4]) -> u32 {
-        self(triangle_pointer, dwords)
-    }
-}
+/// 64 bytes, cache-line aligned.
+#[repr(C, align(64))]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct Block([u8; 64]);
 
 /// The wave model as a [`Tracer`]: a BVH byte image, its descriptor and root, a cache of
 /// decoded box nodes, and the primitive-id map.
 pub struct WaveTracer {
-    bytes: Vec<u8>,
+    /// The image, copied into 64-byte aligned blocks so that every node starts a cache line.
+    blocks: Vec<Block>,
+    /// Image length in bytes (`blocks` may end with padding that is not mapped).
+    len: usize,
     va: u64,
     descriptor: BvhDescriptor,
     root: u32,
@@ -94,19 +93,57 @@ pub struct WaveTracer {
     config: WaveTracerConfig,
 }
 
-/// Primitive ids through a [`BvhImage`]'s side table, limited to the mesh's triangles.
+/// Primitive ids of a [`BvhImage`] flattened into one table: entry `4 * block + k` is the
+/// primitive of triangle `k` of the node at 64-byte block `block` (`u32::MAX` where there is
+/// none, or where the id is not one of the mesh's triangles). One load per lookup, and it can
+/// be prefetched with the node.
 struct ImageIds {
-    image: BvhImage,
-    triangles: u32,
+    table: Vec<u32>,
+}
+
+impl ImageIds {
+    fn new(image: &BvhImage, triangles: u32) -> ImageIds {
+        let blocks = image.bytes.len() / 64;
+        let mut table = vec![u32::MAX; 4 * blocks];
+        for (block, entry) in table.chunks_exact_mut(4).enumerate() {
+            if image
+                .triangle_node_ordinal
+                .get(block)
+                .copied()
+                .unwrap_or(u32::MAX)
+                == u32::MAX
+            {
+                continue;
+            }
+            let word = u32::from_le_bytes(
+                image.bytes[64 * block + 60..64 * block + 64]
+                    .try_into()
+                    .unwrap(),
+            );
+            for (k, e) in entry.iter_mut().enumerate() {
+                let ptr = ((block as u32) << 3) | k as u32;
+                // The mode-0 dwords carry word@60 + k; mode 1 ignores them.
+                let dwords = [0, 0, word.wrapping_add(k as u32), 1];
+                let prim = image.primitive_id(ptr, &dwords);
+                *e = if prim < triangles { prim } else { u32::MAX };
+            }
+        }
+        ImageIds { table }
+    }
 }
 
 impl PrimitiveIds for ImageIds {
-    fn primitive_id(&self, triangle_pointer: u32, dwords: &[u32; 4]) -> u32 {
-        let prim = self.image.primitive_id(triangle_pointer, dwords);
-        if prim < self.triangles {
-            prim
-        } else {
-            u32::MAX
+    #[inline]
+    fn primitive_id(&self, triangle_pointer: u32, _dwords: &[u32; 4]) -> u32 {
+        let index = (triangle_pointer >> 3) as usize * 4 + (triangle_pointer & 3) as usize;
+        self.table.get(index).copied().unwrap_or(u32::MAX)
+    }
+
+    #[inline]
+    fn prefetch(&self, triangle_pointer: u32) {
+        let index = (triangle_pointer >> 3) as usize * 4;
+        if let Some(e) = self.table.get(index) {
+            prefetch_lines(e as *const u32 as *const u8, 1);
         }
     }
 }
@@ -114,7 +151,7 @@ impl PrimitiveIds for ImageIds {
 impl std::fmt::Debug for WaveTracer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("WaveTracer")
-            .field("bytes", &self.bytes.len())
+            .field("bytes", &self.len)
             .field("va", &self.va)
             .field("descriptor", &self.descriptor)
             .field("root", &self.root)
@@ -127,13 +164,7 @@ impl std::fmt::Debug for WaveTracer {
 impl WaveTracer {
     /// A tracer over `image`, built from `mesh`.
     pub fn new(image: &BvhImage, mesh: &Mesh, config: WaveTracerConfig) -> WaveTracer {
-        let ids = ImageIds {
-            image: BvhImage {
-                bytes: Vec::new(),
-                ..image.clone()
-            },
-            triangles: mesh.len() as u32,
-        };
+        let ids = ImageIds::new(image, mesh.len() as u32);
         let mut tracer = WaveTracer::from_parts(
             image.bytes.clone(),
             0,
@@ -158,9 +189,14 @@ impl WaveTracer {
         prim_ids: Box<dyn PrimitiveIds>,
         config: WaveTracerConfig,
     ) -> WaveTracer {
-        let cache = NodeCache::build(&BvhMemory { bytes: &bytes, va }, &descriptor, root);
+        let mut blocks = vec![Block([0; 64]); bytes.len().div_ceil(64)];
+        bytemuck::cast_slice_mut::<Block, u8>(&mut blocks)[..bytes.len()].copy_from_slice(&bytes);
+        let len = bytes.len();
+        let image = &bytemuck::cast_slice::<Block, u8>(&blocks)[..len];
+        let cache = NodeCache::build(&BvhMemory { bytes: image, va }, &descriptor, root);
         WaveTracer {
-            bytes,
+            blocks,
+            len,
             va,
             descriptor,
             root,
@@ -192,7 +228,7 @@ impl WaveTracer {
     pub fn intersector(&self) -> WaveIntersector<'_> {
         WaveIntersector::new(
             BvhMemory {
-                bytes: &self.bytes,
+                bytes: &bytemuck::cast_slice::<Block, u8>(&self.blocks)[..self.len],
                 va: self.va,
             },
             self.descriptor,
@@ -229,7 +265,7 @@ impl WaveTracer {
         counters: &mut Counters,
     ) {
         let intersector = self.intersector();
-        let prim_id = |ptr: u32, dwords: &[u32; 4]| self.prim_ids.primitive_id(ptr, dwords);
+        let prim_id: &dyn PrimitiveIds = &*self.prim_ids;
         let block = CHUNK_WAVES * W;
         let run_block = |(b, (rays, out)): (usize, (&[Ray], &mut [LaneOutput]))| {
             let mut local = Counters::default();
@@ -239,7 +275,7 @@ impl WaveTracer {
                     &intersector,
                     traversal,
                     self.root,
-                    &prim_id,
+                    prim_id,
                     query,
                     (b * CHUNK_WAVES + w) as u64,
                     rays,

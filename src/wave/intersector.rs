@@ -129,26 +129,39 @@ pub fn box_query(node: &DecodedBox, ray: &LaneRay, grow: f32, sort: bool) -> [u3
         // p_lo = (b0.a - o.a) * r.a ; p_hi = (b1.a - o.a) * r.a   (two roundings each)
         let p_lo = (node.lo[a] - o) * r;
         let p_hi = (node.hi[a] - o) * r;
-        // r.a >= 0 (true for -0, false for -inf): near = p_lo, far = p_hi; else swapped.
-        // r.a is lane-uniform, so this is a scalar choice.
-        if ray.inv_dir[a] >= 0.0 {
-            near[a] = p_lo;
-            far[a] = p_hi;
-        } else {
-            near[a] = p_hi;
-            far[a] = p_lo;
-        }
+        // near = r.a >= 0 ? p_lo : p_hi ; far = r.a >= 0 ? p_hi : p_lo   (-0 >= 0 holds,
+        // -inf does not). r.a is lane-uniform; the choice is a branch-free mask select
+        // because its outcome differs from lane to lane.
+        let keep = r.simd_ge(f32x4::ZERO);
+        near[a] = keep.select(p_lo, p_hi);
+        far[a] = keep.select(p_hi, p_lo);
     }
-    // tnear_raw = maxNum(maxNum(near.x, near.y), near.z); tfar_raw = minNum(...) (NaN dropped)
-    let tnear_raw = near[0].max(near[1]).max(near[2]);
-    let tfar_raw = far[0].min(far[1]).min(far[2]);
-    // tnear = maxNum(tnear_raw, 0); tfar = minNum(tfar_raw, E)
-    let tnear = tnear_raw.max(f32x4::ZERO);
-    let tfar = tfar_raw.min(f32x4::splat(ray.extent));
-    // hit = !isnan(tnear_raw) && !isnan(tfar_raw) && tnear <= tfar * grow
-    let nan = tnear_raw.is_nan() | tfar_raw.is_nan();
-    let inside = tnear.simd_le(tfar * f32x4::splat(grow));
-    let hit_bits = inside.to_bitmask() & !nan.to_bitmask();
+    let e = f32x4::splat(ray.extent);
+    // Any NaN among the six candidate vectors? (NaN or inf - inf makes the sum NaN.)
+    let probe = ((near[0] + near[1]) + (near[2] + far[0])) + (far[1] + far[2]);
+    let (tnear, hit_mask) = if probe.is_nan().to_bitmask() == 0 {
+        // No NaN anywhere: the raw max/min instructions equal maxNum/minNum here.
+        // tnear = max(max(max(near.x, near.y), near.z), 0) ; tfar = min(min(...), E)
+        let tnear = near[0]
+            .fast_max(near[1])
+            .fast_max(near[2])
+            .fast_max(f32x4::ZERO);
+        let tfar = far[0].fast_min(far[1]).fast_min(far[2]).fast_min(e);
+        (tnear, tnear.simd_le(tfar * f32x4::splat(grow)).to_bitmask())
+    } else {
+        // tnear_raw = maxNum(maxNum(near.x, near.y), near.z) ; tfar_raw = minNum(...)
+        // (NaN dropped: wide's max/min are minNum/maxNum on every backend)
+        let tnear_raw = near[0].max(near[1]).max(near[2]);
+        let tfar_raw = far[0].min(far[1]).min(far[2]);
+        // tnear = maxNum(tnear_raw, 0) ; tfar = minNum(tfar_raw, E)
+        let tnear = tnear_raw.max(f32x4::ZERO);
+        let tfar = tfar_raw.min(e);
+        // hit = !isnan(tnear_raw) && !isnan(tfar_raw) && tnear <= tfar * grow
+        let nan = tnear_raw.is_nan() | tfar_raw.is_nan();
+        let inside = tnear.simd_le(tfar * f32x4::splat(grow));
+        (tnear, inside.to_bitmask() & !nan.to_bitmask())
+    };
+    let hit_bits = hit_mask;
     let keys = tnear.to_array();
     // Missed children become INVALID (branch-free select on the hit bit).
     let ptr: [u32; 4] = std::array::from_fn(|c| {
@@ -245,29 +258,30 @@ pub fn triangle_query_x4(lanes: &[TriangleLane], mode: TriangleReturnMode, out: 
     debug_assert!(lanes.len() <= LANES && out.len() >= lanes.len());
     let n = lanes.len();
     // Transpose the gathered lanes into vectors (element j = lane j; unused elements 0).
-    let col = |f: &dyn Fn(&TriangleLane) -> f32| -> f32x4 {
+    #[inline(always)]
+    fn gather_col(lanes: &[TriangleLane], f: impl Fn(&TriangleLane) -> f32) -> f32x4 {
         let mut a = [0f32; LANES];
         for (j, l) in lanes.iter().enumerate() {
             a[j] = f(l);
         }
         f32x4::new(a)
-    };
-    let ox = col(&|l| l.origin[0]);
-    let oy = col(&|l| l.origin[1]);
-    let oz = col(&|l| l.origin[2]);
-    let dx = col(&|l| l.dir[0]);
-    let dy = col(&|l| l.dir[1]);
-    let dz = col(&|l| l.dir[2]);
+    }
+    let ox = gather_col(lanes, |l| l.origin[0]);
+    let oy = gather_col(lanes, |l| l.origin[1]);
+    let oz = gather_col(lanes, |l| l.origin[2]);
+    let dx = gather_col(lanes, |l| l.dir[0]);
+    let dy = gather_col(lanes, |l| l.dir[1]);
+    let dz = gather_col(lanes, |l| l.dir[2]);
     // A = v0 - o, B = v1 - o, C = v2 - o
-    let ax = col(&|l| l.v[0][0]) - ox;
-    let ay = col(&|l| l.v[0][1]) - oy;
-    let az = col(&|l| l.v[0][2]) - oz;
-    let bx = col(&|l| l.v[1][0]) - ox;
-    let by = col(&|l| l.v[1][1]) - oy;
-    let bz = col(&|l| l.v[1][2]) - oz;
-    let cx = col(&|l| l.v[2][0]) - ox;
-    let cy = col(&|l| l.v[2][1]) - oy;
-    let cz = col(&|l| l.v[2][2]) - oz;
+    let ax = gather_col(lanes, |l| l.v[0][0]) - ox;
+    let ay = gather_col(lanes, |l| l.v[0][1]) - oy;
+    let az = gather_col(lanes, |l| l.v[0][2]) - oz;
+    let bx = gather_col(lanes, |l| l.v[1][0]) - ox;
+    let by = gather_col(lanes, |l| l.v[1][1]) - oy;
+    let bz = gather_col(lanes, |l| l.v[1][2]) - oz;
+    let cx = gather_col(lanes, |l| l.v[2][0]) - ox;
+    let cy = gather_col(lanes, |l| l.v[2][1]) - oy;
+    let cz = gather_col(lanes, |l| l.v[2][2]) - oz;
     // Shear without division: A'.x = A.x*d.z - d.x*A.z ; A'.y = A.y*d.z - d.y*A.z (same B, C)
     let ax_s = ax * dz - dx * az;
     let ay_s = ay * dz - dy * az;

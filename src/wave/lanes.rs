@@ -160,7 +160,8 @@ pub struct WaveIntersector<'a> {
 
 enum Fetched<'a> {
     Box(&'a DecodedBox),
-    Decoded(DecodedBox),
+    /// A box node not in the cache: its bytes and type.
+    BoxBytes(&'a [u8], NodeType),
     Triangle(&'a [u8]),
     User,
     OutOfBounds,
@@ -198,10 +199,8 @@ impl<'a> WaveIntersector<'a> {
             NodeType::BoxF32 | NodeType::BoxF16 => {
                 if let Some(b) = self.cache.and_then(|c| c.get(ty, offset)) {
                     Fetched::Box(b)
-                } else if ty == NodeType::BoxF32 {
-                    Fetched::Decoded(DecodedBox::from_box32(bytes))
                 } else {
-                    Fetched::Decoded(DecodedBox::from_box16(bytes))
+                    Fetched::BoxBytes(bytes, ty)
                 }
             }
             _ => Fetched::Triangle(bytes),
@@ -284,7 +283,12 @@ impl<'a> WaveIntersector<'a> {
                     cost.box_queries += 1;
                     cost.aabb_useful += node.useful_slots();
                 }
-                Fetched::Decoded(node) => {
+                Fetched::BoxBytes(bytes, ty) => {
+                    let node = if ty == NodeType::BoxF32 {
+                        DecodedBox::from_box32(bytes)
+                    } else {
+                        DecodedBox::from_box16(bytes)
+                    };
                     out.dwords[i] = box_query(&node, ray, self.grow, sort);
                     out.outcome[i] = LaneOutcome::Tested;
                     cost.box_queries += 1;

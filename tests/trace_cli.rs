@@ -1,0 +1,141 @@
+//! `wavetrace trace` and `wavetrace peak` end to end.
+
+use std::process::Command;
+
+fn wavetrace() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_wavetrace"))
+}
+
+fn ray_bytes(rays: &[[f32; 8]]) -> Vec<u8> {
+    rays.iter()
+        .flatten()
+        .flat_map(|v| v.to_le_bytes())
+        .collect()
+}
+
+const QUAD: &str = "v -1 -1 5\nv 1 -1 5\nv 1 1 5\nv -1 1 5\nf 1 2 3\nf 1 3 4\n";
+
+#[test]
+fn traces_a_ray_file_and_writes_hits_and_stats() {
+    let dir = tempfile::tempdir().unwrap();
+    let mesh = dir.path().join("quad.obj");
+    std::fs::write(&mesh, QUAD).unwrap();
+    let rays = dir.path().join("r.rays");
+    std::fs::write(
+        &rays,
+        ray_bytes(&[
+            [0.5, -0.5, 0.0, 0.0, 0.0, 1.0, 0.0, 100.0],
+            [-0.5, 0.5, 0.0, 0.0, 0.0, 1.0, 0.0, 100.0],
+            [3.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 100.0],
+            [0.5, -0.5, 0.0, 0.0, 0.0, 1.0, 0.0, 4.0],
+        ]),
+    )
+    .unwrap();
+    let hits = dir.path().join("h.hits");
+    let stats = dir.path().join("s.json");
+    for wave in ["32", "64"] {
+        let out = wavetrace()
+            .args([
+                "trace",
+                mesh.to_str().unwrap(),
+                "--rays",
+                rays.to_str().unwrap(),
+            ])
+            .args([
+                "--out",
+                hits.to_str().unwrap(),
+                "--wave",
+                wave,
+                "--threads",
+                "2",
+            ])
+            .args(["--target", "series-s", "--stats", stats.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let table = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            table.contains("Series X") && table.contains("56 TDs"),
+            "{table}"
+        );
+        let h = std::fs::read(&hits).unwrap();
+        assert_eq!(h.len(), 32);
+        let rec = |i: usize| {
+            (
+                f32::from_le_bytes(h[8 * i..8 * i + 4].try_into().unwrap()),
+                u32::from_le_bytes(h[8 * i + 4..8 * i + 8].try_into().unwrap()),
+            )
+        };
+        assert_eq!(rec(0), (5.0, 0));
+        assert_eq!(rec(1), (5.0, 1));
+        assert_eq!(rec(2), (f32::INFINITY, u32::MAX));
+        assert_eq!(rec(3), (f32::INFINITY, u32::MAX));
+        let json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+        assert_eq!(json["rays"], 4);
+        assert!(json["build_seconds"].as_f64().unwrap() >= 0.0);
+        assert!(json["trace_seconds"].as_f64().unwrap() >= 0.0);
+        assert_eq!(json["counters"]["rays"], 4);
+        assert!(json["counters"]["td.clocks"].as_u64().unwrap() >= 4);
+        assert_eq!(json["report"]["wave_lanes"], wave.parse::<u64>().unwrap());
+    }
+    // No temporary files left behind.
+    let names: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert!(names.iter().all(|n| !n.contains("tmp")), "{names:?}");
+}
+
+#[test]
+fn a_ray_file_of_the_wrong_size_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let mesh = dir.path().join("quad.obj");
+    std::fs::write(&mesh, QUAD).unwrap();
+    let rays = dir.path().join("bad.rays");
+    std::fs::write(&rays, vec![0u8; 40]).unwrap();
+    let out = wavetrace()
+        .args([
+            "trace",
+            mesh.to_str().unwrap(),
+            "--rays",
+            rays.to_str().unwrap(),
+        ])
+        .args(["--out", dir.path().join("h").to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("bad.rays") && err.contains("40") && err.contains("32"),
+        "{err}"
+    );
+    assert!(!dir.path().join("h").exists());
+}
+
+#[test]
+fn peak_prints_the_tables_and_the_host_rate() {
+    let out = wavetrace()
+        .args(["peak", "--json", "--millis", "20"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["consoles"][0]["tds"], 20);
+    assert_eq!(
+        json["consoles"][1]["peak_box_tests_per_second"],
+        1825e6 * 52.0 * 4.0
+    );
+    assert!(json["host"]["box_tests_per_second"].as_f64().unwrap() > 0.0);
+    assert!(json["td_count_note"].as_str().unwrap().contains("56"));
+    let out = wavetrace()
+        .args(["peak", "--millis", "20"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("379.6") && text.contains("31.26") && text.contains("56 TDs"));
+}
