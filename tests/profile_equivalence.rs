@@ -138,7 +138,8 @@ fn all_variants_agree_on_bunny_and_sponza_rays() {
             RayKind::Ao,
             RayKind::Shadow,
         ] {
-            let (mut set, hits) = profile::make_rays(kind, &mesh, &image, &camera, 24, 24, 5);
+            let (mut set, hits) =
+                profile::make_rays(kind, &mesh, &image, camera.primary_rays(24, 24), 5);
             set.rays.truncate(400);
             let hits = match hits {
                 Some(mut h) => {

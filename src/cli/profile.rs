@@ -10,12 +10,13 @@ use std::path::{Path, PathBuf};
 use wavetrace::bvh::Mesh;
 use wavetrace::hw::peak::ConsoleConfig;
 use wavetrace::profile::{self, heatmap, rays::PinholeCamera, QueryKind, RayKind, RaySet};
+use wavetrace::scene::Scene;
 use wavetrace::traverse::rayfile::{read_rays, write_atomically};
 use wavetrace::{Error, Result};
 
 #[derive(clap::Args)]
 pub struct ProfileArgs {
-    /// Mesh (.obj or .obj.gz) to profile.
+    /// Scene file (.toml, camera from the scene) or mesh (.obj or .obj.gz) to profile.
     pub input: PathBuf,
     /// Ray set: primary, diffuse, shadow, ao, or a ray file (8 x f32 per ray).
     #[arg(long, default_value = "primary")]
@@ -112,22 +113,36 @@ pub fn run(args: ProfileArgs) -> Result<i32> {
         .build()
         .map_err(|e| Error::Other(format!("cannot start the thread pool: {e}")))?;
 
-    let mesh = Mesh::load_obj(&args.input)?;
+    let is_scene = args
+        .input
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("toml"));
+    let (mesh, scene) = if is_scene {
+        let scene = Scene::load(&args.input)?;
+        (profile::scene_mesh(&scene), Some(scene))
+    } else {
+        (Mesh::load_obj(&args.input)?, None)
+    };
     if mesh.is_empty() {
         return Err(Error::Other(format!(
             "{}: no triangles",
             args.input.display()
         )));
     }
-    let camera =
-        camera_override.unwrap_or_else(|| PinholeCamera::framing(&profile::mesh_bounds(&mesh)));
+    let primary = match (&camera_override, &scene) {
+        (Some(c), _) => c.primary_rays(width, height),
+        (None, Some(scene)) => profile::scene_primary_rays(scene, width, height),
+        (None, None) => {
+            PinholeCamera::framing(&profile::mesh_bounds(&mesh)).primary_rays(width, height)
+        }
+    };
     let input = args.input.display().to_string();
 
     let report = pool.install(|| -> Result<profile::ProfileReport> {
         let (set, reference) = match RayKind::from_name(&args.rays) {
             Some(kind) => {
                 let image = profile::reference_image(&mesh)?;
-                profile::make_rays(kind, &mesh, &image, &camera, width, height, args.seed)
+                profile::make_rays(kind, &mesh, &image, primary, args.seed)
             }
             None => {
                 let rays = read_rays(Path::new(&args.rays))?;

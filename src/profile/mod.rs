@@ -845,19 +845,16 @@ impl RayKind {
     }
 }
 
-/// Builds a ray set: camera rays of `width x height`, or secondary rays spawned from their
+/// Builds a ray set: the camera rays `primary`, or secondary rays spawned from their
 /// reference hits (offset by 1e-4 of the mesh's diagonal along the normal, `seed` for the
 /// random directions). Returns the set and, for primary rays, their reference hits.
 pub fn make_rays(
     kind: RayKind,
     mesh: &Mesh,
     reference: &BvhImage,
-    camera: &rays::PinholeCamera,
-    width: u32,
-    height: u32,
+    primary: Vec<Ray>,
     seed: u64,
 ) -> (RaySet, Option<Vec<Hit>>) {
-    let primary = camera.primary_rays(width, height);
     let hits = reference_hits(reference, mesh, &primary);
     let bounds = mesh_bounds(mesh);
     let diagonal = bounds.extent().length();
@@ -897,6 +894,29 @@ pub fn make_rays(
         },
         None,
     )
+}
+
+/// Camera rays of a scene's camera for a `width x height` grid of pixel centres spread over
+/// the scene's film (so the scene's aspect ratio is kept), row-major, row 0 at the top.
+pub fn scene_primary_rays(scene: &crate::scene::Scene, width: u32, height: u32) -> Vec<Ray> {
+    let (fw, fh) = (scene.film.width as f32, scene.film.height as f32);
+    let mut out = Vec::with_capacity(width as usize * height as usize);
+    for y in 0..height {
+        for x in 0..width {
+            let fx = (x as f32 + 0.5) * fw / width as f32;
+            let fy = (y as f32 + 0.5) * fh / height as f32;
+            out.push(scene.camera.ray(fx, fy));
+        }
+    }
+    out
+}
+
+/// A scene's triangles as a [`Mesh`] (triangle i = primitive id i, as the renderer uses).
+pub fn scene_mesh(scene: &crate::scene::Scene) -> Mesh {
+    Mesh {
+        positions: scene.geometry.positions.clone(),
+        indices: scene.geometry.indices.clone(),
+    }
 }
 
 /// Bounding box of the mesh's finite vertices.
