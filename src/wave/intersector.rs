@@ -118,9 +118,10 @@ pub fn grow_factor(box_grow_ulps: u8) -> f32 {
 }
 
 /// The ray/box test of four children at once and the sorting network
-/// (`semantics.md` 5.1-5.7). Returns the four result dwords.
+/// (`semantics.md` 5.1-5.7), writing the four result dwords to `out` (element by element:
+/// no wide reload of narrow stores).
 #[inline]
-pub fn box_query(node: &DecodedBox, ray: &LaneRay, grow: f32, sort: bool) -> [u32; 4] {
+pub fn box_query(node: &DecodedBox, ray: &LaneRay, grow: f32, sort: bool, out: &mut [u32; 4]) {
     let mut near = [f32x4::ZERO; 3];
     let mut far = [f32x4::ZERO; 3];
     for a in 0..3 {
@@ -168,11 +169,11 @@ pub fn box_query(node: &DecodedBox, ray: &LaneRay, grow: f32, sort: bool) -> [u3
         let keep = ((hit_bits >> c) & 1).wrapping_neg();
         (node.children[c] & keep) | (INVALID & !keep)
     });
-    if sort {
-        sort_network(ptr, keys)
-    } else {
-        ptr
-    }
+    let r = if sort { sort_network(ptr, keys) } else { ptr };
+    out[0] = r[0];
+    out[1] = r[1];
+    out[2] = r[2];
+    out[3] = r[3];
 }
 
 /// The five-comparator network (0,2),(1,3),(0,1),(2,3),(1,2): swap when the second entry is
@@ -236,26 +237,35 @@ pub fn dominant_rotation(dir: [f32; 3]) -> [usize; 3] {
 }
 
 impl TriangleLane {
-    /// Gathers triangle `k` of the 64-byte node at `bytes` for `ray`.
+    /// Gathers triangle `k` of the 64-byte node at `bytes` for `ray` into `self` (in place:
+    /// no wide copy of narrow stores).
     #[inline]
-    pub fn gather(bytes: &[u8], k: usize, ray: &LaneRay) -> TriangleLane {
+    pub fn gather(&mut self, bytes: &[u8], k: usize, ray: &LaneRay) {
         let rot = dominant_rotation(ray.dir);
-        let vertex = |v: usize| -> [f32; 3] { rot.map(|a| f32_at(bytes, 12 * v + 4 * a)) };
         let tv = TRIANGLE_VERTICES[k];
-        TriangleLane {
-            v: [vertex(tv[0]), vertex(tv[1]), vertex(tv[2])],
-            origin: rot.map(|a| ray.origin[a]),
-            dir: rot.map(|a| ray.dir[a]),
-            word: u32_at(bytes, 60),
-            k: k as u32,
+        for (j, &v) in tv.iter().enumerate() {
+            for (c, &a) in rot.iter().enumerate() {
+                self.v[j][c] = f32_at(bytes, 12 * v + 4 * a);
+            }
         }
+        for (c, &a) in rot.iter().enumerate() {
+            self.origin[c] = ray.origin[a];
+            self.dir[c] = ray.dir[a];
+        }
+        self.word = u32_at(bytes, 60);
+        self.k = k as u32;
     }
 }
 
-/// Up to [`LANES`] triangle queries at once (`semantics.md` 7.2-7.6). `out[j]` receives
-/// lane j's four dwords; entries past `lanes.len()` are untouched.
-pub fn triangle_query_x4(lanes: &[TriangleLane], mode: TriangleReturnMode, out: &mut [[u32; 4]]) {
-    debug_assert!(lanes.len() <= LANES && out.len() >= lanes.len());
+/// Up to [`LANES`] triangle queries at once (`semantics.md` 7.2-7.6). `out[index[j]]`
+/// receives gathered lane j's four dwords (written element by element).
+pub fn triangle_query_x4(
+    lanes: &[TriangleLane],
+    mode: TriangleReturnMode,
+    index: &[usize],
+    out: &mut [[u32; 4]],
+) {
+    debug_assert!(lanes.len() <= LANES && index.len() == lanes.len());
     let n = lanes.len();
     // Transpose the gathered lanes into vectors (element j = lane j; unused elements 0).
     #[inline(always)]
@@ -338,7 +348,7 @@ pub fn triangle_query_x4(lanes: &[TriangleLane], mode: TriangleReturnMode, out: 
     let uvw = [u.to_array(), v.to_array(), w.to_array()];
     let dz = dz.to_array();
     for j in 0..n {
-        out[j] = if missed & (1 << j) != 0 {
+        let r = if missed & (1 << j) != 0 {
             TRIANGLE_MISS
         } else {
             let l = &lanes[j];
@@ -365,6 +375,11 @@ pub fn triangle_query_x4(lanes: &[TriangleLane], mode: TriangleReturnMode, out: 
                 }
             }
         };
+        let o = &mut out[index[j]];
+        o[0] = r[0];
+        o[1] = r[1];
+        o[2] = r[2];
+        o[3] = r[3];
     }
 }
 
