@@ -162,8 +162,14 @@ const PACK_WINDOW: usize = 8;
 fn pack_leaves(tree: &Tree4, mesh: &Mesh, max_per_node: u8) -> (Vec<Pack>, Vec<(u32, u8)>) {
     let mut packs: Vec<Pack> = Vec::with_capacity(tree.leaves.len() / max_per_node as usize + 1);
     let mut place = Vec::with_capacity(tree.leaves.len());
+    // Vertex bit patterns of every leaf, gathered once (the look-ahead reads them again).
+    let bits: Vec<[[u32; 3]; 3]> = tree
+        .leaves
+        .iter()
+        .map(|&prim| mesh.triangle(prim).map(|v| v.map(f32::to_bits)))
+        .collect();
     for (leaf, &prim) in tree.leaves.iter().enumerate() {
-        let tri = mesh.triangle(prim).map(|v| v.map(f32::to_bits));
+        let tri = bits[leaf];
         let mut placed = None;
         if max_per_node > 1 {
             let lo = packs.len().saturating_sub(PACK_WINDOW);
@@ -182,17 +188,10 @@ fn pack_leaves(tree: &Tree4, mesh: &Mesh, max_per_node: u8) -> (Vec<Pack>, Vec<(
             let mut best_r = 0;
             if max_per_node > 1 {
                 let mut best_count = 0;
-                let ahead = &tree.leaves[leaf + 1..(leaf + 1 + PACK_WINDOW).min(tree.leaves.len())];
+                let ahead = &bits[leaf + 1..(leaf + 1 + PACK_WINDOW).min(bits.len())];
                 for r in 0..3 {
                     let centre = tri[(5 - r) % 3];
-                    let count = ahead
-                        .iter()
-                        .filter(|&&q| {
-                            mesh.triangle(q)
-                                .iter()
-                                .any(|v| v.map(f32::to_bits) == centre)
-                        })
-                        .count();
+                    let count = ahead.iter().filter(|t| t.contains(&centre)).count();
                     if count > best_count {
                         best_count = count;
                         best_r = r;
