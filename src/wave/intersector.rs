@@ -51,6 +51,11 @@ pub struct DecodedBox {
     pub hi: [f32x4; 3],
     /// The four child pointers, verbatim.
     pub children: [u32; 4],
+    /// Node type the bytes were decoded as (4 or 5; 0 for an empty cache entry).
+    pub ty: u32,
+    /// 1 when every child has min <= max on every axis (no NaN): then, without NaN in the
+    /// products, `min/max(p_lo, p_hi)` equals the sign-selected near/far plane.
+    pub ordered: u32,
 }
 
 #[inline]
@@ -78,7 +83,10 @@ impl DecodedBox {
             lo: lo.map(f32x4::new),
             hi: hi.map(f32x4::new),
             children: std::array::from_fn(|c| u32_at(bytes, 4 * c)),
+            ty: NodeType::BoxF32 as u32,
+            ordered: 0,
         }
+        .with_order()
     }
 
     /// From the 64 bytes of an FP16 box node, widening each binary16 exactly
@@ -99,7 +107,16 @@ impl DecodedBox {
             lo: lo.map(f32x4::new),
             hi: hi.map(f32x4::new),
             children: std::array::from_fn(|c| u32_at(bytes, 4 * c)),
+            ty: NodeType::BoxF16 as u32,
+            ordered: 0,
         }
+        .with_order()
+    }
+
+    fn with_order(mut self) -> DecodedBox {
+        let ordered = (0..3).all(|a| self.lo[a].simd_le(self.hi[a]).to_bitmask() == 0xf);
+        self.ordered = ordered as u32;
+        self
     }
 
     /// Child slots that hold a real child (pointer not 0xFFFFFFFF).
@@ -122,25 +139,44 @@ pub fn grow_factor(box_grow_ulps: u8) -> f32 {
 /// no wide reload of narrow stores).
 #[inline]
 pub fn box_query(node: &DecodedBox, ray: &LaneRay, grow: f32, sort: bool, out: &mut [u32; 4]) {
-    let mut near = [f32x4::ZERO; 3];
-    let mut far = [f32x4::ZERO; 3];
+    let mut p_lo = [f32x4::ZERO; 3];
+    let mut p_hi = [f32x4::ZERO; 3];
+    let mut r = [f32x4::ZERO; 3];
     for a in 0..3 {
         let o = f32x4::splat(ray.origin[a]);
-        let r = f32x4::splat(ray.inv_dir[a]);
+        r[a] = f32x4::splat(ray.inv_dir[a]);
         // p_lo = (b0.a - o.a) * r.a ; p_hi = (b1.a - o.a) * r.a   (two roundings each)
-        let p_lo = (node.lo[a] - o) * r;
-        let p_hi = (node.hi[a] - o) * r;
-        // near = r.a >= 0 ? p_lo : p_hi ; far = r.a >= 0 ? p_hi : p_lo   (-0 >= 0 holds,
-        // -inf does not). r.a is lane-uniform; the choice is a branch-free mask select
-        // because its outcome differs from lane to lane.
-        let keep = r.simd_ge(f32x4::ZERO);
-        near[a] = keep.select(p_lo, p_hi);
-        far[a] = keep.select(p_hi, p_lo);
+        p_lo[a] = (node.lo[a] - o) * r[a];
+        p_hi[a] = (node.hi[a] - o) * r[a];
     }
+    // near = r.a >= 0 ? p_lo : p_hi ; far = r.a >= 0 ? p_hi : p_lo   (-0 >= 0 holds, -inf
+    // does not). r.a is lane-uniform; the choice is a branch-free mask select because its
+    // outcome differs from lane to lane.
+    let select_planes = || {
+        let mut near = [f32x4::ZERO; 3];
+        let mut far = [f32x4::ZERO; 3];
+        for a in 0..3 {
+            let keep = r[a].simd_ge(f32x4::ZERO);
+            near[a] = keep.select(p_lo[a], p_hi[a]);
+            far[a] = keep.select(p_hi[a], p_lo[a]);
+        }
+        (near, far)
+    };
     let e = f32x4::splat(ray.extent);
-    // Any NaN among the six candidate vectors? (NaN or inf - inf makes the sum NaN.)
-    let probe = ((near[0] + near[1]) + (near[2] + far[0])) + (far[1] + far[2]);
+    // Any NaN among the six products? (NaN or inf - inf makes the sum NaN.)
+    let probe = ((p_lo[0] + p_lo[1]) + (p_lo[2] + p_hi[0])) + (p_hi[1] + p_hi[2]);
     let (tnear, hit_mask) = if probe.is_nan().to_bitmask() == 0 {
+        let (near, far) = if node.ordered != 0 {
+            // min <= max and no NaN: rounding is monotone, so p_lo <= p_hi when r.a >= 0 and
+            // p_lo >= p_hi when r.a < 0; min/max pick the same planes as the sign select
+            // (equal values differ at most in the sign of a zero, which no later step sees).
+            (
+                [0, 1, 2].map(|a| p_lo[a].fast_min(p_hi[a])),
+                [0, 1, 2].map(|a| p_lo[a].fast_max(p_hi[a])),
+            )
+        } else {
+            select_planes()
+        };
         // No NaN anywhere: the raw max/min instructions equal maxNum/minNum here.
         // tnear = max(max(max(near.x, near.y), near.z), 0) ; tfar = min(min(...), E)
         let tnear = near[0]
@@ -150,6 +186,7 @@ pub fn box_query(node: &DecodedBox, ray: &LaneRay, grow: f32, sort: bool, out: &
         let tfar = far[0].fast_min(far[1]).fast_min(far[2]).fast_min(e);
         (tnear, tnear.simd_le(tfar * f32x4::splat(grow)).to_bitmask())
     } else {
+        let (near, far) = select_planes();
         // tnear_raw = maxNum(maxNum(near.x, near.y), near.z) ; tfar_raw = minNum(...)
         // (NaN dropped: wide's max/min are minNum/maxNum on every backend)
         let tnear_raw = near[0].max(near[1]).max(near[2]);
@@ -394,12 +431,11 @@ pub struct NodeCache {
     decoded: usize,
 }
 
-/// One cache entry: a decoded box and the pointer type it was decoded for (0 = empty).
+/// One cache entry: a decoded box (its `ty` is 0 when the entry is empty).
 #[repr(C, align(64))]
 #[derive(Clone, Copy, Debug)]
 struct CacheEntry {
     node: DecodedBox,
-    tag: u32,
 }
 
 const EMPTY_ENTRY: CacheEntry = CacheEntry {
@@ -407,8 +443,9 @@ const EMPTY_ENTRY: CacheEntry = CacheEntry {
         lo: [f32x4::ZERO; 3],
         hi: [f32x4::ZERO; 3],
         children: [INVALID; 4],
+        ty: 0,
+        ordered: 0,
     },
-    tag: 0,
 };
 
 const _: () = assert!(std::mem::size_of::<CacheEntry>() == 128);
@@ -439,7 +476,7 @@ impl NodeCache {
                 continue;
             }
             let entry = &mut cache.entries[offset / 64];
-            if entry.tag != 0 {
+            if entry.node.ty != 0 {
                 continue;
             }
             let node_bytes = &memory.bytes[offset..offset + ty.fetch_bytes()];
@@ -448,7 +485,6 @@ impl NodeCache {
             } else {
                 DecodedBox::from_box16(node_bytes)
             };
-            entry.tag = ty as u32;
             cache.decoded += 1;
             todo.extend(entry.node.children);
         }
@@ -459,7 +495,7 @@ impl NodeCache {
     #[inline]
     pub fn get(&self, ty: NodeType, offset: usize) -> Option<&DecodedBox> {
         let e = self.entries.get(offset / 64)?;
-        (e.tag == ty as u32).then_some(&e.node)
+        (e.node.ty == ty as u32).then_some(&e.node)
     }
 
     /// Hints the CPU to load the entry for byte `offset` (no effect on results).
