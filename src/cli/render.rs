@@ -149,7 +149,6 @@ pub fn run(args: RenderArgs) -> Result<i32> {
     }
     if let Some(t) = args.time {
         opts.time_budget = Some(Duration::from_secs_f64(t));
-        opts.samples_per_pass = opts.samples_per_pass.min(4);
     }
 
     let bar = tty.then(|| {
