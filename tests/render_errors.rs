@@ -110,6 +110,12 @@ fn out_of_range_value_names_file_line_and_field() {
     let dir = scene_dir();
     for (from, to, line, field) in [
         ("width = 8", "width = 0", 8, "film.width"),
+        (
+            "width = 8\nheight = 8",
+            "width = 100000\nheight = 100000",
+            8,
+            "film",
+        ),
         ("vfov_deg = 40.0", "vfov_deg = 200.0", 5, "camera.vfov_deg"),
         (
             "look_at = [0.0, 1.0, 0.0]",
