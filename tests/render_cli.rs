@@ -64,13 +64,17 @@ fn render_writes_png_exr_stats_and_heatmap() {
     let s = &json["stats"];
     assert_eq!(s["spp"], 2);
     assert_eq!(s["camera"]["rays"], 24 * 20 * 2);
+    let mut clocks = 0;
     for kind in ["camera", "bounce", "shadow"] {
         assert!(s[kind]["rays"].as_u64().unwrap() > 0, "{kind}");
-        assert!(
-            s[kind]["counters"]["td.clocks"].as_u64().unwrap() > 0,
-            "{kind}"
-        );
+        let c = s[kind]["counters"]["td.clocks"].as_u64().unwrap();
+        assert!(c > 0, "{kind}");
+        clocks += c;
     }
+    assert_eq!(
+        json["total_counters"]["td.clocks"].as_u64().unwrap(),
+        clocks
+    );
     let h = image::open(&heat).unwrap();
     assert_eq!(h.width(), 24);
     assert!(h.height() > 20, "legend band below the image");

@@ -51,6 +51,7 @@ fn rmse_falls_as_one_over_sqrt_spp_on_the_cornell_box() {
         .map(|(x, y)| (x - mx) * (y - my))
         .sum::<f64>()
         / xs.iter().map(|x| (x - mx) * (x - mx)).sum::<f64>();
+    println!("slope {slope:.3}, RMSE at 8..256 spp: {errors:?}");
     assert!(
         (-0.6..=-0.4).contains(&slope),
         "slope {slope}, errors {errors:?}"

@@ -75,6 +75,24 @@ fn valid_scene_loads_and_unknown_mtl_keys_warn_once() {
 }
 
 #[test]
+fn mtl_read_twice_still_warns_once_and_map_kd_without_kd_is_white() {
+    let dir = scene_dir();
+    std::fs::write(
+        dir.path().join("m.mtl"),
+        MTL.replace("Kd 0.5 0.5 0.5\n", ""),
+    )
+    .unwrap();
+    let twice = format!("{GOOD}\n[[mesh]]\nobj = \"m.obj\"\nmtl = \"m.mtl\"\nmaterial = \"a\"\n");
+    let scene = load_with(dir.path(), &twice).unwrap();
+    assert_eq!(scene.geometry.triangle_count(), 2);
+    assert_eq!(scene.warnings.len(), 1, "{:?}", scene.warnings);
+    assert!(matches!(
+        scene.materials[0].kind,
+        MaterialKind::Standard { kd, kd_texture: Some(_), .. } if kd == glam::Vec3::ONE
+    ));
+}
+
+#[test]
 fn wrong_type_names_file_line_and_field() {
     let dir = scene_dir();
     let bad = GOOD.replace("vfov_deg = 40.0", "vfov_deg = \"wide\"");
@@ -92,6 +110,12 @@ fn out_of_range_value_names_file_line_and_field() {
     let dir = scene_dir();
     for (from, to, line, field) in [
         ("width = 8", "width = 0", 8, "film.width"),
+        (
+            "width = 8\nheight = 8",
+            "width = 100000\nheight = 100000",
+            8,
+            "film",
+        ),
         ("vfov_deg = 40.0", "vfov_deg = 200.0", 5, "camera.vfov_deg"),
         (
             "look_at = [0.0, 1.0, 0.0]",

@@ -235,8 +235,14 @@ pub fn render(
             "scene geometry and materials do not match".into(),
         ));
     }
-    let start = Instant::now();
     let (w, h) = (scene.film.width, scene.film.height);
+    if w == 0 || h == 0 || (w as u64) * (h as u64) > 1 << 28 {
+        return Err(Error::field(
+            "film",
+            format!("{w}x{h} is not a film size this renderer takes"),
+        ));
+    }
+    let start = Instant::now();
     let ctx = Context {
         scene,
         tracer,

@@ -109,11 +109,15 @@ fn add_materials(
     }
     if !ignored.is_empty() {
         let keys: Vec<String> = ignored.into_iter().collect();
-        scene.warnings.push(format!(
+        let warning = format!(
             "{}: ignoring MTL keys the renderer does not use: {}",
             mtl_path.display(),
             keys.join(", ")
-        ));
+        );
+        // Once, even when the same MTL file is read for several meshes.
+        if !scene.warnings.contains(&warning) {
+            scene.warnings.push(warning);
+        }
     }
     Ok(ids)
 }
