@@ -286,3 +286,18 @@ fn stackless_trail_issues_exactly_one_restart_per_dropped_sibling_subtree() {
     assert!(s.events.restarts <= s.events.dropped);
     assert_eq!(c.trav_max_stack_depth, 0);
 }
+
+#[test]
+fn all_variants_agree_on_the_shipped_cornell_scene() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/scenes/cornell/cornell.toml");
+    let scene = wavetrace::scene::Scene::load(path).expect("shipped scene");
+    let mesh = profile::scene_mesh(&scene);
+    let image = profile::reference_image(&mesh).unwrap();
+    for kind in [RayKind::Primary, RayKind::Diffuse, RayKind::Shadow] {
+        let primary = profile::scene_primary_rays(&scene, 20, 20);
+        let (set, hits) = profile::make_rays(kind, &mesh, &image, primary, 3);
+        let hits = hits.unwrap_or_else(|| profile::reference_hits(&image, &mesh, &set.rays));
+        assert!(hits.iter().any(|h| h.is_hit()), "{kind:?}");
+        check_all(&mesh, &set, &hits);
+    }
+}
