@@ -3,7 +3,7 @@
 //! A [`Variant`] names one choice on each axis: traversal (full stack, short stack with
 //! restart trail, short stack with walk-back, stackless trail), child order (box sorting,
 //! leaf-first), box format, triangles per node, builder, wave width, lane refill and ray
-//! order. [`run`] sends the same rays through every variant's wave model and measures TD
+//! order. [`profile()`] sends the same rays through every variant's wave model and measures TD
 //! clocks, instructions, queries, SIMD efficiency, stack depth, node bytes and the modelled
 //! rate on a console.
 //!
