@@ -6,7 +6,8 @@
 //! and a path tracer on top ([`render`]).
 //!
 //! Layers, bottom to top (a module uses only those below it): `error`, `math`, `hw`,
-//! `tiling`, `bvh`, `counters`, `wave`, `traverse`, `scene`, `render`. See ARCHITECTURE.md.
+//! `tiling`, `bvh`, `counters`, `wave`, `traverse`, `scene`, `render`, `profile`. See
+//! ARCHITECTURE.md.
 //!
 //! ```
 //! use wavetrace::hw::{BvhDescriptor, NodePointer, NodeType};

@@ -402,3 +402,88 @@ impl CountedTraversal for WalkBack<'_> {
         std::mem::take(&mut lane.events)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hw::pointer::{NodePointer, NodeType};
+
+    const I: u32 = u32::MAX;
+
+    fn boxp(a: u64) -> u32 {
+        NodePointer::new(a, NodeType::BoxF32).to_u32()
+    }
+
+    fn tri(a: u64) -> u32 {
+        NodePointer::new(a, NodeType::Triangle0).to_u32()
+    }
+
+    fn ranks(children: [u32; 4], sorted: bool, leaf_first: bool) -> Vec<(u32, u8)> {
+        let (list, n) = rank(children, ChildOrder { sorted, leaf_first });
+        list[..n].iter().map(|r| (r.ptr, r.rank)).collect()
+    }
+
+    #[test]
+    fn ranks_are_sorted_positions_slots_or_class_positions() {
+        let (a, b, t) = (boxp(2), boxp(4), tri(6));
+        assert_eq!(ranks([a, t, I, I], true, false), vec![(a, 0), (t, 1)]);
+        // Unsorted results keep holes: the rank is the slot.
+        assert_eq!(ranks([I, a, I, t], false, false), vec![(a, 1), (t, 3)]);
+        // Leaf-first: triangles (class 0) before boxes (class 1), each in result order.
+        assert_eq!(
+            ranks([a, t, b, I], true, true),
+            vec![(t, 0), (a, 4), (b, 5)]
+        );
+    }
+
+    #[test]
+    fn stackless_trail_walks_a_small_tree_by_restarts() {
+        // root -> [a (box), b (triangle)]; a -> [c, d (triangles)].
+        let (root, a, b, c, d) = (boxp(0), boxp(2), tri(4), tri(5), tri(6));
+        let t = TrailStack {
+            capacity: 0,
+            order: ChildOrder {
+                sorted: true,
+                leaf_first: false,
+            },
+        };
+        let mut lane = TrailLane::default();
+        assert_eq!(t.begin(&mut lane, root), root);
+        assert_eq!(t.after_box(&mut lane, root, [a, b, I, I]), Some(a));
+        assert_eq!(t.after_box(&mut lane, a, [c, d, I, I]), Some(c));
+        // d and b were dropped: restart, follow the trail to a, take the next child d.
+        assert_eq!(t.after_leaf(&mut lane, c), Some(root));
+        assert_eq!(t.after_box(&mut lane, root, [a, b, I, I]), Some(a));
+        assert_eq!(t.after_box(&mut lane, a, [c, d, I, I]), Some(d));
+        // Level 1 is finished; restart for b at level 0.
+        assert_eq!(t.after_leaf(&mut lane, d), Some(root));
+        assert_eq!(t.after_box(&mut lane, root, [a, b, I, I]), Some(b));
+        assert_eq!(t.after_leaf(&mut lane, b), None);
+        let e = t.take_events(&mut lane);
+        assert_eq!((e.restarts, e.dropped), (2, 3));
+    }
+
+    #[test]
+    fn restart_skips_a_subtree_the_shorter_ray_no_longer_reaches() {
+        let (root, a, b, c, d) = (boxp(0), boxp(2), tri(4), tri(5), tri(6));
+        let t = TrailStack {
+            capacity: 0,
+            order: ChildOrder {
+                sorted: true,
+                leaf_first: false,
+            },
+        };
+        let mut lane = TrailLane::default();
+        t.begin(&mut lane, root);
+        assert_eq!(t.after_box(&mut lane, root, [a, b, I, I]), Some(a));
+        assert_eq!(t.after_box(&mut lane, a, [c, d, I, I]), Some(c));
+        assert_eq!(t.after_leaf(&mut lane, c), Some(root));
+        // A hit on c shortened the ray: now only a is hit at the root, and a returns only c
+        // (d is farther, culled): nothing is left after c at level 1. The trail still says
+        // a was not the root's last child, so one more restart finds b culled too.
+        assert_eq!(t.after_box(&mut lane, root, [a, I, I, I]), Some(a));
+        assert_eq!(t.after_box(&mut lane, a, [c, I, I, I]), Some(root));
+        assert_eq!(t.after_box(&mut lane, root, [a, I, I, I]), None);
+        assert_eq!(t.take_events(&mut lane).restarts, 2);
+    }
+}
