@@ -929,3 +929,61 @@ pub fn mesh_bounds(mesh: &Mesh) -> crate::math::Aabb {
         .collect();
     crate::math::Aabb::from_points(&points)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use glam::Vec3;
+
+    #[test]
+    fn wrong_variants_are_never_ranked() {
+        let mesh = Mesh::from_triangles(&[
+            [[-1.0, -1.0, 0.0], [1.0, -1.0, 0.0], [0.0, 1.0, 0.0]],
+            [[-1.0, -1.0, 2.0], [1.0, -1.0, 2.0], [0.0, 1.0, 2.0]],
+        ]);
+        let rays: Vec<Ray> = (0..40)
+            .map(|i| {
+                let x = i as f32 / 40.0 - 0.5;
+                Ray::new(Vec3::new(x, 0.0, -3.0), Vec3::Z, 0.0, f32::INFINITY)
+            })
+            .collect();
+        let set = RaySet {
+            name: "test".into(),
+            rays,
+            query: QueryKind::ClosestHit,
+        };
+        let report = profile(
+            "t",
+            &mesh,
+            &set,
+            &select_variants("full-stack,fp16").unwrap(),
+            &crate::hw::peak::SERIES_S,
+            None,
+        )
+        .unwrap();
+        assert!(report.variants.iter().all(|v| v.wrong_rays == 0));
+        // Every ray hits the nearer triangle (prim 0) at t = 3.
+        let base = &report
+            .variants
+            .iter()
+            .find(|v| v.name == "full-stack")
+            .unwrap();
+        assert!(base.outputs.iter().all(|o| o.prim_id == 0 && o.t == 3.0));
+        let mut results = report.variants.clone();
+        let mut fast_but_wrong = results[0].clone();
+        fast_but_wrong.name = "zz-wrong".into();
+        fast_but_wrong.wrong_rays = 1;
+        fast_but_wrong.modelled_grays = 1e9;
+        results.push(fast_but_wrong);
+        rank(&mut results);
+        assert_eq!(results.last().unwrap().name, "zz-wrong");
+        assert_eq!(results.last().unwrap().rank, None);
+        assert_eq!(results[0].rank, Some(1));
+        assert_eq!(results[1].rank, Some(2));
+        assert!(to_table(&ProfileReport {
+            variants: results.clone(),
+            ..report.clone()
+        })
+        .contains("WRONG"));
+    }
+}
