@@ -517,22 +517,24 @@ pub struct RaySet {
     pub query: QueryKind,
 }
 
-/// Profiles `variants` on `mesh` with `rays`; `console` decides the modelled rate. The
-/// reference traversal runs once on an FP32 image. Returns the ranked report.
+/// Profiles `variants` on `mesh` with the rays of `set`; `console` decides the modelled
+/// rate. `canonical` holds the reference hits on the canonical image ([`reference_image`]),
+/// computed here when `None`; the guard's reference runs once per distinct build. Returns
+/// the ranked report.
 pub fn profile(
     input: &str,
     mesh: &Mesh,
     set: &RaySet,
     variants: &[Variant],
     console: &ConsoleConfig,
-    reference: Option<&[Hit]>,
+    canonical: Option<&[Hit]>,
 ) -> Result<ProfileReport> {
     if set.rays.is_empty() {
         return Err(Error::Other(format!("{input}: no rays to profile")));
     }
     let start = Instant::now();
     let owned;
-    let reference = match reference {
+    let reference = match canonical {
         Some(r) => r,
         None => {
             let image = reference_image(mesh)?;
