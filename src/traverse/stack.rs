@@ -48,17 +48,23 @@ impl StackLane {
         self.len += 1;
     }
 
-    /// Pushes `entries[3 - n..]` (n <= 3) with one fixed-size copy.
+    /// Pushes `entries[3 - n..]` (n <= 3), branch-free: each entry is stored either at its
+    /// place among the kept ones or at a scratch slot past them (overwritten by a later push),
+    /// so no variable-length copy is needed.
     #[inline]
     fn push_last(&mut self, entries: [u32; 3], n: usize) {
-        if self.len + 3 > self.buf.len() {
+        debug_assert!(n <= 3);
+        if self.len + 4 > self.buf.len() {
             self.grow();
         }
-        self.buf[self.len..self.len + 3].copy_from_slice(&entries);
-        // The copy wrote all three; keep only the last n, in order.
-        if n < 3 {
-            self.buf
-                .copy_within(self.len + 3 - n..self.len + 3, self.len);
+        // Invariant: len + 4 <= buf.len(), so every index below is in bounds.
+        let base = self.len;
+        let buf = &mut self.buf[base..base + 4];
+        // entries[j] is kept iff j >= 3 - n; kept entry j goes to j - (3 - n).
+        let skip = 3 - n;
+        for (j, &e) in entries.iter().enumerate() {
+            let slot = if j >= skip { j - skip } else { 3 };
+            buf[slot] = e;
         }
         self.len += n;
     }
@@ -85,9 +91,14 @@ impl Traversal for FullStack {
 
     #[inline]
     fn after_box(&self, lane: &mut StackLane, _node: u32, children: [u32; 4]) -> Option<u32> {
-        let valid = children.map(is_child);
-        let n = valid.iter().filter(|&&v| v).count();
-        if valid[..n].iter().all(|&v| v) {
+        // Bit c set = children[c] is a child.
+        let mask = (is_child(children[0]) as u32)
+            | (is_child(children[1]) as u32) << 1
+            | (is_child(children[2]) as u32) << 2
+            | (is_child(children[3]) as u32) << 3;
+        let n = mask.count_ones() as usize;
+        // No holes = the valid slots are a prefix (mask is 0b0..01..1).
+        if mask & (mask + 1) == 0 {
             // No holes (always so when sorting is on): go to children[0], push the rest so
             // that children[1] pops first.
             if n == 0 {
