@@ -51,6 +51,11 @@ pub struct DecodedBox {
     pub hi: [f32x4; 3],
     /// The four child pointers, verbatim.
     pub children: [u32; 4],
+    /// Node type the bytes were decoded as (4 or 5; 0 for an empty cache entry).
+    pub ty: u32,
+    /// 1 when every child has min <= max on every axis (no NaN): then, without NaN in the
+    /// products, `min/max(p_lo, p_hi)` equals the sign-selected near/far plane.
+    pub ordered: u32,
 }
 
 #[inline]
@@ -78,7 +83,10 @@ impl DecodedBox {
             lo: lo.map(f32x4::new),
             hi: hi.map(f32x4::new),
             children: std::array::from_fn(|c| u32_at(bytes, 4 * c)),
+            ty: NodeType::BoxF32 as u32,
+            ordered: 0,
         }
+        .with_order()
     }
 
     /// From the 64 bytes of an FP16 box node, widening each binary16 exactly
@@ -99,7 +107,16 @@ impl DecodedBox {
             lo: lo.map(f32x4::new),
             hi: hi.map(f32x4::new),
             children: std::array::from_fn(|c| u32_at(bytes, 4 * c)),
+            ty: NodeType::BoxF16 as u32,
+            ordered: 0,
         }
+        .with_order()
+    }
+
+    fn with_order(mut self) -> DecodedBox {
+        let ordered = (0..3).all(|a| self.lo[a].simd_le(self.hi[a]).to_bitmask() == 0xf);
+        self.ordered = ordered as u32;
+        self
     }
 
     /// Child slots that hold a real child (pointer not 0xFFFFFFFF).
@@ -118,28 +135,48 @@ pub fn grow_factor(box_grow_ulps: u8) -> f32 {
 }
 
 /// The ray/box test of four children at once and the sorting network
-/// (`semantics.md` 5.1-5.7). Returns the four result dwords.
+/// (`semantics.md` 5.1-5.7), writing the four result dwords to `out` (element by element:
+/// no wide reload of narrow stores).
 #[inline]
-pub fn box_query(node: &DecodedBox, ray: &LaneRay, grow: f32, sort: bool) -> [u32; 4] {
-    let mut near = [f32x4::ZERO; 3];
-    let mut far = [f32x4::ZERO; 3];
+pub fn box_query(node: &DecodedBox, ray: &LaneRay, grow: f32, sort: bool, out: &mut [u32; 4]) {
+    let mut p_lo = [f32x4::ZERO; 3];
+    let mut p_hi = [f32x4::ZERO; 3];
+    let mut r = [f32x4::ZERO; 3];
     for a in 0..3 {
         let o = f32x4::splat(ray.origin[a]);
-        let r = f32x4::splat(ray.inv_dir[a]);
+        r[a] = f32x4::splat(ray.inv_dir[a]);
         // p_lo = (b0.a - o.a) * r.a ; p_hi = (b1.a - o.a) * r.a   (two roundings each)
-        let p_lo = (node.lo[a] - o) * r;
-        let p_hi = (node.hi[a] - o) * r;
-        // near = r.a >= 0 ? p_lo : p_hi ; far = r.a >= 0 ? p_hi : p_lo   (-0 >= 0 holds,
-        // -inf does not). r.a is lane-uniform; the choice is a branch-free mask select
-        // because its outcome differs from lane to lane.
-        let keep = r.simd_ge(f32x4::ZERO);
-        near[a] = keep.select(p_lo, p_hi);
-        far[a] = keep.select(p_hi, p_lo);
+        p_lo[a] = (node.lo[a] - o) * r[a];
+        p_hi[a] = (node.hi[a] - o) * r[a];
     }
+    // near = r.a >= 0 ? p_lo : p_hi ; far = r.a >= 0 ? p_hi : p_lo   (-0 >= 0 holds, -inf
+    // does not). r.a is lane-uniform; the choice is a branch-free mask select because its
+    // outcome differs from lane to lane.
+    let select_planes = || {
+        let mut near = [f32x4::ZERO; 3];
+        let mut far = [f32x4::ZERO; 3];
+        for a in 0..3 {
+            let keep = r[a].simd_ge(f32x4::ZERO);
+            near[a] = keep.select(p_lo[a], p_hi[a]);
+            far[a] = keep.select(p_hi[a], p_lo[a]);
+        }
+        (near, far)
+    };
     let e = f32x4::splat(ray.extent);
-    // Any NaN among the six candidate vectors? (NaN or inf - inf makes the sum NaN.)
-    let probe = ((near[0] + near[1]) + (near[2] + far[0])) + (far[1] + far[2]);
+    // Any NaN among the six products? (NaN or inf - inf makes the sum NaN.)
+    let probe = ((p_lo[0] + p_lo[1]) + (p_lo[2] + p_hi[0])) + (p_hi[1] + p_hi[2]);
     let (tnear, hit_mask) = if probe.is_nan().to_bitmask() == 0 {
+        let (near, far) = if node.ordered != 0 {
+            // min <= max and no NaN: rounding is monotone, so p_lo <= p_hi when r.a >= 0 and
+            // p_lo >= p_hi when r.a < 0; min/max pick the same planes as the sign select
+            // (equal values differ at most in the sign of a zero, which no later step sees).
+            (
+                [0, 1, 2].map(|a| p_lo[a].fast_min(p_hi[a])),
+                [0, 1, 2].map(|a| p_lo[a].fast_max(p_hi[a])),
+            )
+        } else {
+            select_planes()
+        };
         // No NaN anywhere: the raw max/min instructions equal maxNum/minNum here.
         // tnear = max(max(max(near.x, near.y), near.z), 0) ; tfar = min(min(...), E)
         let tnear = near[0]
@@ -149,6 +186,7 @@ pub fn box_query(node: &DecodedBox, ray: &LaneRay, grow: f32, sort: bool) -> [u3
         let tfar = far[0].fast_min(far[1]).fast_min(far[2]).fast_min(e);
         (tnear, tnear.simd_le(tfar * f32x4::splat(grow)).to_bitmask())
     } else {
+        let (near, far) = select_planes();
         // tnear_raw = maxNum(maxNum(near.x, near.y), near.z) ; tfar_raw = minNum(...)
         // (NaN dropped: wide's max/min are minNum/maxNum on every backend)
         let tnear_raw = near[0].max(near[1]).max(near[2]);
@@ -168,11 +206,11 @@ pub fn box_query(node: &DecodedBox, ray: &LaneRay, grow: f32, sort: bool) -> [u3
         let keep = ((hit_bits >> c) & 1).wrapping_neg();
         (node.children[c] & keep) | (INVALID & !keep)
     });
-    if sort {
-        sort_network(ptr, keys)
-    } else {
-        ptr
-    }
+    let r = if sort { sort_network(ptr, keys) } else { ptr };
+    out[0] = r[0];
+    out[1] = r[1];
+    out[2] = r[2];
+    out[3] = r[3];
 }
 
 /// The five-comparator network (0,2),(1,3),(0,1),(2,3),(1,2): swap when the second entry is
@@ -236,26 +274,35 @@ pub fn dominant_rotation(dir: [f32; 3]) -> [usize; 3] {
 }
 
 impl TriangleLane {
-    /// Gathers triangle `k` of the 64-byte node at `bytes` for `ray`.
+    /// Gathers triangle `k` of the 64-byte node at `bytes` for `ray` into `self` (in place:
+    /// no wide copy of narrow stores).
     #[inline]
-    pub fn gather(bytes: &[u8], k: usize, ray: &LaneRay) -> TriangleLane {
+    pub fn gather(&mut self, bytes: &[u8], k: usize, ray: &LaneRay) {
         let rot = dominant_rotation(ray.dir);
-        let vertex = |v: usize| -> [f32; 3] { rot.map(|a| f32_at(bytes, 12 * v + 4 * a)) };
         let tv = TRIANGLE_VERTICES[k];
-        TriangleLane {
-            v: [vertex(tv[0]), vertex(tv[1]), vertex(tv[2])],
-            origin: rot.map(|a| ray.origin[a]),
-            dir: rot.map(|a| ray.dir[a]),
-            word: u32_at(bytes, 60),
-            k: k as u32,
+        for (j, &v) in tv.iter().enumerate() {
+            for (c, &a) in rot.iter().enumerate() {
+                self.v[j][c] = f32_at(bytes, 12 * v + 4 * a);
+            }
         }
+        for (c, &a) in rot.iter().enumerate() {
+            self.origin[c] = ray.origin[a];
+            self.dir[c] = ray.dir[a];
+        }
+        self.word = u32_at(bytes, 60);
+        self.k = k as u32;
     }
 }
 
-/// Up to [`LANES`] triangle queries at once (`semantics.md` 7.2-7.6). `out[j]` receives
-/// lane j's four dwords; entries past `lanes.len()` are untouched.
-pub fn triangle_query_x4(lanes: &[TriangleLane], mode: TriangleReturnMode, out: &mut [[u32; 4]]) {
-    debug_assert!(lanes.len() <= LANES && out.len() >= lanes.len());
+/// Up to [`LANES`] triangle queries at once (`semantics.md` 7.2-7.6). `out[index[j]]`
+/// receives gathered lane j's four dwords (written element by element).
+pub fn triangle_query_x4(
+    lanes: &[TriangleLane],
+    mode: TriangleReturnMode,
+    index: &[usize],
+    out: &mut [[u32; 4]],
+) {
+    debug_assert!(lanes.len() <= LANES && index.len() == lanes.len());
     let n = lanes.len();
     // Transpose the gathered lanes into vectors (element j = lane j; unused elements 0).
     #[inline(always)]
@@ -338,7 +385,7 @@ pub fn triangle_query_x4(lanes: &[TriangleLane], mode: TriangleReturnMode, out: 
     let uvw = [u.to_array(), v.to_array(), w.to_array()];
     let dz = dz.to_array();
     for j in 0..n {
-        out[j] = if missed & (1 << j) != 0 {
+        let r = if missed & (1 << j) != 0 {
             TRIANGLE_MISS
         } else {
             let l = &lanes[j];
@@ -365,6 +412,11 @@ pub fn triangle_query_x4(lanes: &[TriangleLane], mode: TriangleReturnMode, out: 
                 }
             }
         };
+        let o = &mut out[index[j]];
+        o[0] = r[0];
+        o[1] = r[1];
+        o[2] = r[2];
+        o[3] = r[3];
     }
 }
 
@@ -379,12 +431,11 @@ pub struct NodeCache {
     decoded: usize,
 }
 
-/// One cache entry: a decoded box and the pointer type it was decoded for (0 = empty).
+/// One cache entry: a decoded box (its `ty` is 0 when the entry is empty).
 #[repr(C, align(64))]
 #[derive(Clone, Copy, Debug)]
 struct CacheEntry {
     node: DecodedBox,
-    tag: u32,
 }
 
 const EMPTY_ENTRY: CacheEntry = CacheEntry {
@@ -392,8 +443,9 @@ const EMPTY_ENTRY: CacheEntry = CacheEntry {
         lo: [f32x4::ZERO; 3],
         hi: [f32x4::ZERO; 3],
         children: [INVALID; 4],
+        ty: 0,
+        ordered: 0,
     },
-    tag: 0,
 };
 
 const _: () = assert!(std::mem::size_of::<CacheEntry>() == 128);
@@ -424,7 +476,7 @@ impl NodeCache {
                 continue;
             }
             let entry = &mut cache.entries[offset / 64];
-            if entry.tag != 0 {
+            if entry.node.ty != 0 {
                 continue;
             }
             let node_bytes = &memory.bytes[offset..offset + ty.fetch_bytes()];
@@ -433,7 +485,6 @@ impl NodeCache {
             } else {
                 DecodedBox::from_box16(node_bytes)
             };
-            entry.tag = ty as u32;
             cache.decoded += 1;
             todo.extend(entry.node.children);
         }
@@ -444,7 +495,7 @@ impl NodeCache {
     #[inline]
     pub fn get(&self, ty: NodeType, offset: usize) -> Option<&DecodedBox> {
         let e = self.entries.get(offset / 64)?;
-        (e.tag == ty as u32).then_some(&e.node)
+        (e.node.ty == ty as u32).then_some(&e.node)
     }
 
     /// Hints the CPU to load the entry for byte `offset` (no effect on results).

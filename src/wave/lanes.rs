@@ -278,7 +278,7 @@ impl<'a> WaveIntersector<'a> {
                     cost.user_nodes += 1;
                 }
                 Fetched::Box(node) => {
-                    out.dwords[i] = box_query(node, ray, self.grow, sort);
+                    box_query(node, ray, self.grow, sort, &mut out.dwords[i]);
                     out.outcome[i] = LaneOutcome::Tested;
                     cost.box_queries += 1;
                     cost.aabb_useful += node.useful_slots();
@@ -289,14 +289,14 @@ impl<'a> WaveIntersector<'a> {
                     } else {
                         DecodedBox::from_box16(bytes)
                     };
-                    out.dwords[i] = box_query(&node, ray, self.grow, sort);
+                    box_query(&node, ray, self.grow, sort, &mut out.dwords[i]);
                     out.outcome[i] = LaneOutcome::Tested;
                     cost.box_queries += 1;
                     cost.aabb_useful += node.useful_slots();
                 }
                 Fetched::Triangle(bytes) => {
                     let k = ty.triangle_index().expect("triangle type");
-                    tri_lanes[tri_count] = TriangleLane::gather(bytes, k, ray);
+                    tri_lanes[tri_count].gather(bytes, k, ray);
                     tri_index[tri_count] = i;
                     tri_count += 1;
                     out.outcome[i] = LaneOutcome::Tested;
@@ -323,10 +323,6 @@ impl<'a> WaveIntersector<'a> {
         mode: crate::hw::descriptor::TriangleReturnMode,
         out: &mut WaveResults<W>,
     ) {
-        let mut dwords = [[0u32; 4]; LANES];
-        triangle_query_x4(lanes, mode, &mut dwords);
-        for (j, &i) in index.iter().enumerate() {
-            out.dwords[i] = dwords[j];
-        }
+        triangle_query_x4(lanes, mode, index, &mut out.dwords);
     }
 }
