@@ -11,6 +11,7 @@ class Obj:
         self.lines = [f"# written by scenes/make_geometry.py", f"mtllib {mtllib}"]
         self.nv = 0
         self.nvt = 0
+        self.nvn = 0
 
     def comment(self, text):
         self.lines.append(f"# {text}")
@@ -43,13 +44,21 @@ class Obj:
         else:
             self.lines.append("f " + " ".join(str(first + k) for k in range(len(pts))))
 
-    def tri_mesh(self, verts, tris):
+    def tri_mesh(self, verts, tris, normals=None):
         first = self.nv + 1
         for p in verts:
             self.lines.append("v {:.5f} {:.5f} {:.5f}".format(*p))
         self.nv += len(verts)
-        for a, b, c in tris:
-            self.lines.append(f"f {a + first} {b + first} {c + first}")
+        if normals:
+            nfirst = self.nvn + 1
+            for n in normals:
+                self.lines.append("vn {:.5f} {:.5f} {:.5f}".format(*n))
+            self.nvn += len(normals)
+            for a, b, c in tris:
+                self.lines.append(f"f {a + first}//{a + nfirst} {b + first}//{b + nfirst} {c + first}//{c + nfirst}")
+        else:
+            for a, b, c in tris:
+                self.lines.append(f"f {a + first} {b + first} {c + first}")
 
     def write(self, path):
         with open(path, "w") as f:
@@ -77,6 +86,15 @@ def normal(pts):
         n[1] += (p[2] - q[2]) * (p[0] + q[0])
         n[2] += (p[0] - q[0]) * (p[1] + q[1])
     return n
+
+
+def sphere_normals(center, verts):
+    out = []
+    for v in verts:
+        d = sub(v, center)
+        l = math.sqrt(dot(d, d))
+        out.append([x / l for x in d])
+    return out
 
 
 def sphere(center, radius, rings, segments):
@@ -182,7 +200,7 @@ def bunny_room():
     o.poly([[-4, 22, -4], [4, 22, -4], [4, 22, 4], [-4, 22, 4]], facing=[0, 0, 0])
     o.usemtl("glass")
     v, t = sphere([5.5, 1.2, 6.5], 2.3, 32, 64)
-    o.tri_mesh(v, t)
+    o.tri_mesh(v, t, sphere_normals([5.5, 1.2, 6.5], v))
     o.write("bunny/room.obj")
 
 
@@ -195,7 +213,7 @@ def sky():
                        ("plastic", [2.6, 1.0, 0.0], 1.0)]:
         o.usemtl(name)
         v, t = sphere(c, r, 24, 48)
-        o.tri_mesh(v, t)
+        o.tri_mesh(v, t, sphere_normals(c, v))
     box(o, [-1.0, 0.0, 1.6], [0.6, 0.8, 3.0], "clay")
     o.write("sky/sky.obj")
 

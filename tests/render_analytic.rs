@@ -45,7 +45,7 @@ fn covered_pixels(scene: &Scene) -> Vec<usize> {
 fn sphere_under_sky(albedo: f32, env: Vec3) -> Scene {
     let mut scene = empty_scene(Vec3::new(0.0, 0.0, 4.0), Vec3::ZERO, 40.0, 24, 24);
     let m = scene.add_material(Material::diffuse("sphere", Vec3::splat(albedo)));
-    let (p, t) = uv_sphere(Vec3::ZERO, 1.0, 16, 32, false);
+    let (p, t) = uv_sphere(Vec3::ZERO, 1.0, 10, 20, false);
     scene.geometry.push_mesh(&p, &t, m);
     scene.environment = Environment::Constant(env);
     scene
@@ -114,7 +114,7 @@ fn inside_closed_emitting_sphere_radiance_is_le_over_one_minus_albedo() {
     ] {
         let mut scene = empty_scene(Vec3::ZERO, Vec3::new(0.0, 0.0, -1.0), 90.0, 16, 16);
         let m = scene.add_material(Material::emissive("wall", Vec3::splat(albedo), le));
-        let (p, t) = uv_sphere(Vec3::ZERO, 1.0, 12, 24, true);
+        let (p, t) = uv_sphere(Vec3::ZERO, 1.0, 8, 16, true);
         scene.geometry.push_mesh(&p, &t, m);
         let out = run(&scene, 128, 200, 11);
         let expected = le / (1.0 - albedo);

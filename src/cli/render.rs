@@ -149,7 +149,6 @@ pub fn run(args: RenderArgs) -> Result<i32> {
     }
     if let Some(t) = args.time {
         opts.time_budget = Some(Duration::from_secs_f64(t));
-        opts.samples_per_pass = opts.samples_per_pass.min(4);
     }
 
     let bar = tty.then(|| {
@@ -200,12 +199,16 @@ pub fn run(args: RenderArgs) -> Result<i32> {
         s.texture_fetches
     );
     if let Some(path) = &args.stats {
+        let mut total = s.camera.counters.clone();
+        total.merge(&s.bounce.counters);
+        total.merge(&s.shadow.counters);
         let json = serde_json::json!({
             "scene": args.scene.display().to_string(),
             "wave": args.wave,
             "target": console.cli_name,
             "seed": args.seed,
             "stats": s,
+            "total_counters": total,
         });
         write_atomic(path, |w| {
             serde_json::to_writer_pretty(&mut *w, &json)

@@ -193,6 +193,18 @@ fn offset_origin(p: Vec3, n: Vec3, dir: Vec3) -> Vec3 {
 }
 
 /// Renders `scene` through `tracer`.
+///
+/// Wavefront: work is split into square tiles and passes of a few samples per pixel. One
+/// job renders one tile for one pass: a batch of camera rays (every pixel x every sample of
+/// the pass) goes to [`Tracer::closest_hits`], every hit is shaded (emission with its MIS
+/// weight, one light sample, one BSDF sample), the shadow rays of that step go as one batch
+/// to [`Tracer::any_hits`], then the surviving bounce rays form the next batch, until no
+/// path is left. Every (pixel, sample) has its own random stream and the film adds the jobs
+/// of a pass in tile order, so the image and the counters depend only on the seed, `spp`
+/// and `samples_per_pass`, never on the number of worker threads.
+///
+/// NaN or infinite sample values are dropped (counted in
+/// [`RenderStats::nonfinite_samples`]), so none reaches the film.
 pub fn render(
     scene: &Scene,
     tracer: &dyn Tracer,
@@ -214,6 +226,7 @@ pub fn render(
     let g = &scene.geometry;
     if g.materials.len() != g.indices.len()
         || g.uvs.len() != g.indices.len()
+        || g.normals.len() != g.indices.len()
         || g.materials
             .iter()
             .any(|&m| m as usize >= scene.materials.len())
@@ -222,8 +235,14 @@ pub fn render(
             "scene geometry and materials do not match".into(),
         ));
     }
-    let start = Instant::now();
     let (w, h) = (scene.film.width, scene.film.height);
+    if w == 0 || h == 0 || (w as u64) * (h as u64) > 1 << 28 {
+        return Err(Error::field(
+            "film",
+            format!("{w}x{h} is not a film size this renderer takes"),
+        ));
+    }
+    let start = Instant::now();
     let ctx = Context {
         scene,
         tracer,
@@ -521,7 +540,17 @@ fn shade(
         return none;
     }
 
+    // Geometric normal on the side of wo, and the shading normal turned to that side (the
+    // geometric one where the interpolated normal is missing or faces away from wo).
     let n = if ng.dot(wo) >= 0.0 { ng } else { -ng };
+    let ns = {
+        let c = g.normals[prim as usize].map(Vec3::from);
+        let s = (c[0] * b0 + c[1] * b1 + c[2] * b2).try_normalize();
+        match s.map(|s| if s.dot(n) < 0.0 { -s } else { s }) {
+            Some(s) if s.dot(wo) > 1e-4 => s,
+            _ => n,
+        }
+    };
     let cos_o = n.dot(wo);
     let bsdf = match &material.kind {
         MaterialKind::Standard {
@@ -554,8 +583,10 @@ fn shade(
     ];
     if !bsdf.is_delta() {
         if let Some(ls) = ctx.lights.sample(scene, p, u_light) {
-            let (f, bsdf_pdf) = bsdf.eval(n, wo, ls.dir);
-            if f.max_element() > 0.0 {
+            let (f, bsdf_pdf) = bsdf.eval(ns, wo, ls.dir);
+            // Reflection only towards the geometric side of wo (no light leaks through
+            // shading normals).
+            if f.max_element() > 0.0 && ls.dir.dot(n) > 0.0 {
                 let weight = power_heuristic(ls.pdf, bsdf_pdf);
                 let value = path.throughput * f * ls.radiance * (weight / ls.pdf);
                 if value.max_element() > 0.0 && value.is_finite() {
@@ -578,9 +609,15 @@ fn shade(
         path.rng.next_f32(),
     ];
     let u_rr = path.rng.next_f32();
-    let Some(bs) = bsdf.sample(n, wo, ng.dot(wo) >= 0.0, u_bsdf) else {
+    let Some(bs) = bsdf.sample(ns, wo, ng.dot(wo) >= 0.0, u_bsdf) else {
         return Step { shadow, next: None };
     };
+    // The sampled direction must leave on the geometric side the lobe meant: reflection
+    // back to wo's side, transmission through.
+    let transmits = bs.delta && bs.wi.dot(ns) < 0.0;
+    if (bs.wi.dot(n) > 0.0) == transmits {
+        return Step { shadow, next: None };
+    }
     path.throughput *= bs.weight;
     path.prev_pdf = bs.pdf;
     path.prev_delta = bs.delta;

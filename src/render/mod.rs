@@ -1,8 +1,8 @@
 //! The path tracer: every ray goes through a [`crate::wave::Tracer`], so a render is also a
 //! hardware profile.
 //!
-//! [`render`] is a wavefront unidirectional path tracer (see [`integrator`](self) docs on
-//! [`render`]): next-event estimation on emissive triangles and the environment with
+//! [`render()`] is a wavefront unidirectional path tracer (its docs describe the batches):
+//! next-event estimation on emissive triangles and the environment with
 //! multiple importance sampling (power heuristic), Russian roulette after three segments,
 //! any-hit shadow rays, a box pixel filter, and per-(pixel, sample) random streams so the
 //! image is the same whatever the thread count.

@@ -69,6 +69,9 @@ struct EnvDesc {
     scale: Option<Spanned<f32>>,
 }
 
+/// Largest film (pixels) a scene file may ask for.
+pub const MAX_PIXELS: u64 = 1 << 26;
+
 /// 1-based line of byte offset `pos` in `text`.
 fn line_of(text: &str, pos: usize) -> usize {
     text.as_bytes()[..pos.min(text.len())]
@@ -170,6 +173,13 @@ pub(crate) fn parse(text: &str, path: &Path) -> Result<Scene> {
             file.film.height.span(),
             "film.height",
             "must be at least 1".into(),
+        ));
+    }
+    if (width as u64) * (height as u64) > MAX_PIXELS {
+        return Err(at(
+            file.film.width.span(),
+            "film",
+            format!("{width}x{height} is more than {MAX_PIXELS} pixels"),
         ));
     }
     let c = &file.camera;

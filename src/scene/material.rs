@@ -8,7 +8,7 @@ use glam::Vec3;
 ///
 /// | MTL | meaning here |
 /// |---|---|
-/// | `Kd` | Lambertian albedo, both sides (default 0.8 when a face has no material, 0 when the material omits it) |
+/// | `Kd` | Lambertian albedo, both sides (default 0.8 when a face has no material; 0 when the material omits it, 1 when it omits it but has `map_Kd`) |
 /// | `map_Kd` | texture multiplying `Kd` (sRGB PNG, repeat wrap, trilinear) |
 /// | `Ke` | emitted radiance of an area light, front side only (counter-clockwise side) |
 /// | `Ks`, `Ns` | a GGX microfacet lobe of weight `Ks` beside the diffuse one, roughness `alpha = sqrt(2 / (Ns + 2))` (the Blinn-Phong exponent matched to a Beckmann/GGX width); `Kd + Ks` is scaled down if it exceeds 1 in any channel |
@@ -83,7 +83,11 @@ impl Material {
                 .get(key)
                 .and_then(|s| s.split_whitespace().next()?.parse::<f32>().ok())
         };
-        let kd = v3(m.diffuse).max(Vec3::ZERO);
+        // A texture with no `Kd` is used as is (Kd = 1).
+        let kd = match (m.diffuse, kd_texture) {
+            (None, Some(_)) => Vec3::ONE,
+            (d, _) => v3(d).max(Vec3::ZERO),
+        };
         let ks = v3(m.specular).max(Vec3::ZERO);
         let emission = v3(m.emissive).max(Vec3::ZERO);
         let metalness = param("Pm").unwrap_or(0.0);

@@ -38,7 +38,7 @@ mod texture;
 pub use camera::Camera;
 pub use light::{luminance, EnvMap, Environment, LightSample, Lights};
 pub use material::{Material, MaterialKind};
-pub use texture::{linear_to_srgb8, srgb_to_linear, Texture};
+pub use texture::{linear_to_srgb8, srgb_to_linear, Texture, TEXTURE_SWIZZLE_MODE};
 
 use crate::Result;
 use glam::Vec3;
@@ -57,6 +57,9 @@ pub struct Geometry {
     pub uvs: Vec<[[f32; 2]; 3]>,
     /// Material index per triangle, into [`Scene::materials`].
     pub materials: Vec<u32>,
+    /// Shading normals of the three corners of each triangle (from the OBJ's `vn`); all
+    /// zero when the mesh has none (then the geometric normal shades).
+    pub normals: Vec<[[f32; 3]; 3]>,
 }
 
 impl Geometry {
@@ -88,6 +91,7 @@ impl Geometry {
         for tri in indices {
             self.indices.push(tri.map(|i| i + base));
             self.uvs.push([[0.0; 2]; 3]);
+            self.normals.push([[0.0; 3]; 3]);
             self.materials.push(material);
         }
         first

@@ -109,11 +109,15 @@ fn add_materials(
     }
     if !ignored.is_empty() {
         let keys: Vec<String> = ignored.into_iter().collect();
-        scene.warnings.push(format!(
+        let warning = format!(
             "{}: ignoring MTL keys the renderer does not use: {}",
             mtl_path.display(),
             keys.join(", ")
-        ));
+        );
+        // Once, even when the same MTL file is read for several meshes.
+        if !scene.warnings.contains(&warning) {
+            scene.warnings.push(warning);
+        }
     }
     Ok(ids)
 }
@@ -214,6 +218,9 @@ pub(crate) fn load_obj(
             },
         };
         let has_uv = !mesh.texcoord_indices.is_empty() && !mesh.texcoords.is_empty();
+        let has_normals =
+            mesh.normal_indices.len() == mesh.indices.len() && !mesh.normals.is_empty();
+        let normal_matrix = placement.linear.inverse().transpose();
         for (t, tri) in mesh.indices.chunks_exact(3).enumerate() {
             if tri.iter().any(|&i| i as usize >= vcount) {
                 return Err(Error::parse(obj_path, 0, "face index out of range"));
@@ -233,12 +240,30 @@ pub(crate) fn load_obj(
                     *corner = [mesh.texcoords[2 * ti], mesh.texcoords[2 * ti + 1]];
                 }
             }
+            let mut normals = [[0.0f32; 3]; 3];
+            if has_normals {
+                for (k, corner) in normals.iter_mut().enumerate() {
+                    let ni = mesh.normal_indices[3 * t + k] as usize;
+                    if 3 * ni + 2 >= mesh.normals.len() {
+                        return Err(Error::parse(obj_path, 0, "normal index out of range"));
+                    }
+                    let n = normal_matrix
+                        * Vec3::new(
+                            mesh.normals[3 * ni],
+                            mesh.normals[3 * ni + 1],
+                            mesh.normals[3 * ni + 2],
+                        );
+                    *corner = n.try_normalize().unwrap_or(Vec3::ZERO).to_array();
+                }
+            }
             if flip {
                 idx.swap(1, 2);
                 uv.swap(1, 2);
+                normals.swap(1, 2);
             }
             scene.geometry.indices.push(idx);
             scene.geometry.uvs.push(uv);
+            scene.geometry.normals.push(normals);
             scene.geometry.materials.push(material);
         }
     }

@@ -1,10 +1,17 @@
-//! Textures (`map_Kd`): sRGB RGBA8 texels with a full mip chain.
+//! Textures (`map_Kd`): sRGB RGBA8 texels with a full mip chain, stored swizzled as the
+//! console GPU would (`4KB_S` on Series X, through [`crate::tiling::SwizzledTexture`]) and
+//! read back through the swizzle addressing on every fetch.
 
+use crate::tiling::{Console, SwizzleMode, SwizzledTexture};
 use crate::{Error, Result};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-/// An RGBA8 sRGB texture with a full mip chain (box-filtered in linear space).
+/// The swizzle mode textures are stored in.
+pub const TEXTURE_SWIZZLE_MODE: &str = "4KB_S";
+
+/// An RGBA8 sRGB texture with a full mip chain (2x2 box filter on the 8-bit codes, as the
+/// tiling module builds it), stored swizzled in [`TEXTURE_SWIZZLE_MODE`] for Series X.
 #[derive(Clone, Debug)]
 pub struct Texture {
     /// Where it was loaded from (for messages).
@@ -17,8 +24,8 @@ pub struct Texture {
 /// Where the texels live.
 #[derive(Clone, Debug)]
 enum Storage {
-    /// Row-major mips, level 0 first.
-    Linear(Vec<Vec<[u8; 4]>>),
+    /// The console's swizzled layout.
+    Swizzled(SwizzledTexture),
 }
 
 impl Texture {
@@ -51,19 +58,17 @@ impl Texture {
                 ),
             ));
         }
-        let mut mips = vec![texels];
-        let (mut w, mut h) = (width, height);
-        while w > 1 || h > 1 {
-            let next = downsample(mips.last().expect("level 0 exists"), w, h);
-            w = (w / 2).max(1);
-            h = (h / 2).max(1);
-            mips.push(next);
-        }
+        let bytes: Vec<u8> = texels.concat();
+        let mode = SwizzleMode::from_name(TEXTURE_SWIZZLE_MODE)?;
+        let swizzled = SwizzledTexture::from_rgba8(width, height, &bytes, mode, Console::SeriesX)
+            .map_err(|e| {
+            Error::parse(&path, 0, format!("cannot store texture swizzled: {e}"))
+        })?;
         Ok(Texture {
             path,
             width,
             height,
-            storage: Storage::Linear(mips),
+            storage: Storage::Swizzled(swizzled),
         })
     }
 
@@ -75,59 +80,30 @@ impl Texture {
     /// Number of mip levels (down to 1x1).
     pub fn mip_count(&self) -> u32 {
         match &self.storage {
-            Storage::Linear(m) => m.len() as u32,
+            Storage::Swizzled(t) => t.mip_count(),
         }
     }
 
     /// Size of mip level `mip`.
     pub fn mip_size(&self, mip: u32) -> (u32, u32) {
-        ((self.width >> mip).max(1), (self.height >> mip).max(1))
+        match &self.storage {
+            Storage::Swizzled(t) => t.mip_size(mip),
+        }
     }
 
     /// One texel of one mip (coordinates must be in range).
     pub fn fetch_rgba8(&self, x: u32, y: u32, mip: u32) -> [u8; 4] {
         match &self.storage {
-            Storage::Linear(m) => {
-                let (w, _) = self.mip_size(mip);
-                m[mip as usize][(y * w + x) as usize]
-            }
+            Storage::Swizzled(t) => t.fetch_rgba8(x, y, mip),
         }
     }
 
     /// A short description of how the texels are stored.
     pub fn layout_name(&self) -> &'static str {
         match &self.storage {
-            Storage::Linear(_) => "linear",
+            Storage::Swizzled(_) => "4KB_S (Series X)",
         }
     }
-}
-
-/// 2x2 box filter in linear space (odd edges clamp).
-fn downsample(src: &[[u8; 4]], w: u32, h: u32) -> Vec<[u8; 4]> {
-    let (nw, nh) = ((w / 2).max(1), (h / 2).max(1));
-    let lut = srgb_lut();
-    let mut out = Vec::with_capacity((nw * nh) as usize);
-    for y in 0..nh {
-        for x in 0..nw {
-            let mut sum = [0.0f32; 4];
-            for (dx, dy) in [(0, 0), (1, 0), (0, 1), (1, 1)] {
-                let sx = (2 * x + dx).min(w - 1);
-                let sy = (2 * y + dy).min(h - 1);
-                let t = src[(sy * w + sx) as usize];
-                for c in 0..3 {
-                    sum[c] += lut[t[c] as usize];
-                }
-                sum[3] += t[3] as f32 / 255.0;
-            }
-            let mut texel = [0u8; 4];
-            for c in 0..3 {
-                texel[c] = linear_to_srgb8(sum[c] * 0.25);
-            }
-            texel[3] = (sum[3] * 0.25 * 255.0).round() as u8;
-            out.push(texel);
-        }
-    }
-    out
 }
 
 fn srgb_lut() -> &'static [f32; 256] {

@@ -156,6 +156,24 @@ pub struct TexelCoord {
     pub byte: u32,
 }
 
+/// Copies `n` bytes from the start of `src` to the start of `dst`, with fixed-size copies
+/// for the common run lengths (one or a few elements) so they compile to plain moves.
+#[inline(always)]
+fn copy_run(dst: &mut [u8], src: &[u8], n: usize) {
+    fn fixed<const N: usize>(dst: &mut [u8], src: &[u8]) {
+        let s: &[u8; N] = src[..N].try_into().expect("length checked");
+        let d: &mut [u8; N] = (&mut dst[..N]).try_into().expect("length checked");
+        *d = *s;
+    }
+    match n {
+        4 => fixed::<4>(dst, src),
+        8 => fixed::<8>(dst, src),
+        16 => fixed::<16>(dst, src),
+        32 => fixed::<32>(dst, src),
+        _ => dst[..n].copy_from_slice(&src[..n]),
+    }
+}
+
 fn align(v: u32, a: u32) -> u32 {
     v.div_ceil(a) * a
 }
@@ -232,14 +250,13 @@ impl Layout {
                 let (w, h, dd) = BRICK_1K_3D[e as usize];
                 let k = b_log2 - 10;
                 let m = 1 << (k / 3);
-                let (mut w, mut h, mut dd) = (w * m, h * m, dd * m);
+                let (w, mut h, mut dd) = (w * m, h * m, dd * m);
                 if k % 3 >= 1 {
                     dd *= 2;
                 }
                 if k % 3 == 2 {
                     h *= 2;
                 }
-                let _ = &mut w;
                 (w, h, dd)
             }
             _ => {
@@ -861,7 +878,7 @@ impl Layout {
         let lin_base = self.linear_bases();
         pieces.into_par_iter().for_each(|(job, piece)| {
             self.run_job(job, &lin_base, |l, t, n| {
-                piece[t - job.start..t - job.start + n].copy_from_slice(&linear[l..l + n])
+                copy_run(&mut piece[t - job.start..], &linear[l..], n)
             })
         });
         Ok(())
@@ -1052,7 +1069,7 @@ impl Layout {
             let y1 = y0 + (piece.len() / row) as u32;
             self.row_runs(mip, s, y0, y1, |y, x, t, n| {
                 let l = (y - y0) as usize * row + x as usize * bpe;
-                piece[l..l + n].copy_from_slice(&surface[t..t + n]);
+                copy_run(&mut piece[l..], &surface[t..], n);
             });
         });
         Ok(())
