@@ -53,7 +53,10 @@ pub mod validate;
 pub use encode::BvhImage;
 pub use mesh::Mesh;
 pub use metrics::Metrics;
-pub use query::{closest_hit_brute_force, closest_hit_scalar, ray_registers};
+pub use query::{
+    closest_hit_brute_force, closest_hit_scalar, plane_distance_f64, ray_registers,
+    refine_hit_distance,
+};
 pub use validate::{validate, ValidationError};
 
 use crate::error::{Error, Result};

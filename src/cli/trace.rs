@@ -52,6 +52,10 @@ pub struct TraceArgs {
     /// Write the report (counters, timings) as JSON here.
     #[arg(long)]
     pub stats: Option<PathBuf>,
+    /// Write the instruction's own t (t_num / t_denom) instead of recomputing the hit
+    /// triangle's plane distance in f64 (see `bvh::plane_distance_f64`).
+    #[arg(long)]
+    pub raw_t: bool,
 }
 
 /// The `--stats` JSON.
@@ -103,6 +107,12 @@ pub fn run(args: TraceArgs) -> Result<i32> {
     let start = Instant::now();
     pool.install(|| tracer.closest_hits(&rays, &mut hits, None, &mut counters));
     let trace_seconds = start.elapsed().as_secs_f64();
+    if !args.raw_t {
+        // The hit shader's step, after traversal: an accurate distance for the chosen hit.
+        for (hit, ray) in hits.iter_mut().zip(&rays) {
+            *hit = bvh::refine_hit_distance(&mesh, ray, *hit);
+        }
+    }
     write_atomically(&args.out, &encode_hits(&hits))?;
     let report = Report::new(
         &counters,
