@@ -137,7 +137,7 @@ pub fn grow_factor(box_grow_ulps: u8) -> f32 {
 /// The ray/box test of four children at once and the sorting network
 /// (`semantics.md` 5.1-5.7), writing the four result dwords to `out` (element by element:
 /// no wide reload of narrow stores).
-#[inline]
+#[inline(always)]
 pub fn box_query(node: &DecodedBox, ray: &LaneRay, grow: f32, sort: bool, out: &mut [u32; 4]) {
     let mut p_lo = [f32x4::ZERO; 3];
     let mut p_hi = [f32x4::ZERO; 3];
