@@ -87,10 +87,17 @@ pub struct WaveTracer {
     descriptor: BvhDescriptor,
     root: u32,
     cache: NodeCache,
-    prim_ids: Box<dyn PrimitiveIds>,
+    prim_ids: Ids,
     /// The mesh, for mode-0 barycentrics (computed in f64 as the scalar reference does).
     mesh: Option<Mesh>,
     config: WaveTracerConfig,
+}
+
+/// The primitive-id map: the image's own table (called directly, inlined into the wave
+/// loop) or any map given to [`WaveTracer::from_parts`] (called through the trait object).
+enum Ids {
+    Image(ImageIds),
+    Other(Box<dyn PrimitiveIds>),
 }
 
 /// Primitive ids of a [`BvhImage`] flattened into one table: entry `4 * block + k` is the
@@ -165,12 +172,12 @@ impl WaveTracer {
     /// A tracer over `image`, built from `mesh`.
     pub fn new(image: &BvhImage, mesh: &Mesh, config: WaveTracerConfig) -> WaveTracer {
         let ids = ImageIds::new(image, mesh.len() as u32);
-        let mut tracer = WaveTracer::from_parts(
+        let mut tracer = WaveTracer::with_ids(
             image.bytes.clone(),
             0,
             image.descriptor,
             image.root,
-            Box::new(ids),
+            Ids::Image(ids),
             config,
         );
         if image.descriptor.triangle_return_mode == TriangleReturnMode::TriangleId {
@@ -187,6 +194,17 @@ impl WaveTracer {
         descriptor: BvhDescriptor,
         root: u32,
         prim_ids: Box<dyn PrimitiveIds>,
+        config: WaveTracerConfig,
+    ) -> WaveTracer {
+        WaveTracer::with_ids(bytes, va, descriptor, root, Ids::Other(prim_ids), config)
+    }
+
+    fn with_ids(
+        bytes: Vec<u8>,
+        va: u64,
+        descriptor: BvhDescriptor,
+        root: u32,
+        prim_ids: Ids,
         config: WaveTracerConfig,
     ) -> WaveTracer {
         let mut blocks = vec![Block([0; 64]); bytes.len().div_ceil(64)];
@@ -264,8 +282,24 @@ impl WaveTracer {
         out: &mut [LaneOutput],
         counters: &mut Counters,
     ) {
+        match &self.prim_ids {
+            Ids::Image(ids) => self.run_with::<W, T, _>(traversal, ids, rays, query, out, counters),
+            Ids::Other(ids) => {
+                self.run_with::<W, T, _>(traversal, &**ids, rays, query, out, counters)
+            }
+        }
+    }
+
+    fn run_with<const W: usize, T: Traversal, P: PrimitiveIds + ?Sized>(
+        &self,
+        traversal: &T,
+        prim_id: &P,
+        rays: &[Ray],
+        query: Query,
+        out: &mut [LaneOutput],
+        counters: &mut Counters,
+    ) {
         let intersector = self.intersector();
-        let prim_id: &dyn PrimitiveIds = &*self.prim_ids;
         let block = CHUNK_WAVES * W;
         let run_block = |(b, (rays, out)): (usize, (&[Ray], &mut [LaneOutput]))| {
             let mut local = Counters::default();

@@ -182,7 +182,7 @@ impl<'a> WaveIntersector<'a> {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn fetch(&self, ptr: NodePointer) -> Fetched<'a> {
         let ty = ptr.node_type();
         if out_of_bounds(&self.descriptor, ptr) {
