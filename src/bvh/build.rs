@@ -299,7 +299,6 @@ fn best_binned_split(
     cmin: Vec3A,
     extent: Vec3A,
 ) -> Option<(usize, usize, Vec3A, Vec3A, Vec3A, Vec3A)> {
-    let mut bins = [[EMPTY_BIN; BINS]; 3];
     let valid = [extent.x > 0.0, extent.y > 0.0, extent.z > 0.0];
     if !valid.iter().any(|&v| v) {
         return None;
@@ -309,13 +308,36 @@ fn best_binned_split(
         Vec3A::splat(BINS as f32 * 0.99999) / extent,
         Vec3A::ZERO,
     );
-    for r in refs {
-        let b = ((r.min + r.max - cmin) * scale).to_array();
+    // Two sets of bins, for even and odd references: neighbouring references often fall in
+    // the same bins, and alternating sets halves the chains of dependent loads and stores.
+    // Merging is exact (min, max and counts), so the result does not change.
+    let mut sets = [[[EMPTY_BIN; BINS]; 3]; 2];
+    let add = |bins: &mut [[Bin; BINS]; 3], r: &PrimRef| {
+        // Non-negative (`cmin` is the least of the same sums) and at most about `BINS`.
+        let b = ((r.min + r.max - cmin) * scale).as_ivec3().to_array();
         for axis in 0..3 {
             let bin = &mut bins[axis][(b[axis] as usize).min(BINS - 1)];
             bin.min = bin.min.min(r.min);
             bin.max = bin.max.max(r.max);
             bin.count += 1;
+        }
+    };
+    let (even, odd) = sets.split_at_mut(1);
+    let mut pairs = refs.chunks_exact(2);
+    for pair in &mut pairs {
+        add(&mut even[0], &pair[0]);
+        add(&mut odd[0], &pair[1]);
+    }
+    for r in pairs.remainder() {
+        add(&mut even[0], r);
+    }
+    let [mut bins, other] = sets;
+    for axis in 0..3 {
+        for i in 0..BINS {
+            let (a, b) = (&mut bins[axis][i], &other[axis][i]);
+            a.min = a.min.min(b.min);
+            a.max = a.max.max(b.max);
+            a.count += b.count;
         }
     }
     let mut best: Option<(f32, usize, usize)> = None;

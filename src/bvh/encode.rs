@@ -120,6 +120,16 @@ struct Pack {
     count: u8,
 }
 
+// `Pack::try_place` relies on every slot using node vertex 2.
+const _: () = {
+    let mut k = 0;
+    while k < 4 {
+        let v = TRIANGLE_VERTICES[k];
+        assert!(v[0] == 2 || v[1] == 2 || v[2] == 2);
+        k += 1;
+    }
+};
+
 const EMPTY_PACK: Pack = Pack {
     verts: [None; 5],
     used: [None; 4],
@@ -130,6 +140,13 @@ impl Pack {
     /// Places `tri` (vertex bit patterns in mesh order) in a free slot if it fits; returns
     /// the slot.
     fn try_place(&mut self, tri: &[[u32; 3]; 3], prim: u32) -> Option<usize> {
+        // Every slot uses node vertex 2 (`TRIANGLE_VERTICES`): a triangle without it cannot
+        // fit anywhere, a cheap early out for most tries.
+        if let Some(centre) = self.verts[2] {
+            if !tri.contains(&centre) {
+                return None;
+            }
+        }
         for k in 0..4 {
             if self.used[k].is_some() {
                 continue;
