@@ -11,11 +11,14 @@
 //! in place.
 
 use glam::Vec3A;
+use rayon::prelude::*;
 
 /// Binned SAH: bins per axis.
 pub const BINS: usize = 16;
 /// Subtrees with at least this many references are split across rayon tasks.
 const PARALLEL_THRESHOLD: usize = 4096;
+/// Nodes with at least this many references are binned by rayon tasks.
+const PARALLEL_BINNING: usize = 1 << 16;
 /// Below this depth of the binary tree the split is by binned SAH; deeper (only on
 /// pathological inputs) it is an object median split, which bounds the depth.
 const MAX_SAH_DEPTH: u32 = 64;
@@ -308,38 +311,14 @@ fn best_binned_split(
         Vec3A::splat(BINS as f32 * 0.99999) / extent,
         Vec3A::ZERO,
     );
-    // Two sets of bins, for even and odd references: neighbouring references often fall in
-    // the same bins, and alternating sets halves the chains of dependent loads and stores.
-    // Merging is exact (min, max and counts), so the result does not change.
-    let mut sets = [[[EMPTY_BIN; BINS]; 3]; 2];
-    let add = |bins: &mut [[Bin; BINS]; 3], r: &PrimRef| {
-        // Non-negative (`cmin` is the least of the same sums) and at most about `BINS`.
-        let b = ((r.min + r.max - cmin) * scale).as_ivec3().to_array();
-        for axis in 0..3 {
-            let bin = &mut bins[axis][(b[axis] as usize).min(BINS - 1)];
-            bin.min = bin.min.min(r.min);
-            bin.max = bin.max.max(r.max);
-            bin.count += 1;
-        }
+    let bins = if refs.len() >= PARALLEL_BINNING {
+        // Chunks of a fixed size, merged exactly: the same bins for any thread count.
+        refs.par_chunks(PARALLEL_BINNING / 4)
+            .map(|chunk| bin_refs(chunk, cmin, scale))
+            .reduce(|| [[EMPTY_BIN; BINS]; 3], merge_bins)
+    } else {
+        bin_refs(refs, cmin, scale)
     };
-    let (even, odd) = sets.split_at_mut(1);
-    let mut pairs = refs.chunks_exact(2);
-    for pair in &mut pairs {
-        add(&mut even[0], &pair[0]);
-        add(&mut odd[0], &pair[1]);
-    }
-    for r in pairs.remainder() {
-        add(&mut even[0], r);
-    }
-    let [mut bins, other] = sets;
-    for axis in 0..3 {
-        for i in 0..BINS {
-            let (a, b) = (&mut bins[axis][i], &other[axis][i]);
-            a.min = a.min.min(b.min);
-            a.max = a.max.max(b.max);
-            a.count += b.count;
-        }
-    }
     let mut best: Option<(f32, usize, usize)> = None;
     for axis in 0..3 {
         if !valid[axis] {
@@ -385,6 +364,50 @@ fn best_binned_split(
     let (lmin, lmax) = side(0..split + 1);
     let (rmin, rmax) = side(split + 1..BINS);
     Some((axis, split, lmin, lmax, rmin, rmax))
+}
+
+type Bins = [[Bin; BINS]; 3];
+
+/// Adds `b` into `a` (exact: bounds and counts).
+fn merge_bins(mut a: Bins, b: Bins) -> Bins {
+    for axis in 0..3 {
+        for i in 0..BINS {
+            let (a, b) = (&mut a[axis][i], &b[axis][i]);
+            a.min = a.min.min(b.min);
+            a.max = a.max.max(b.max);
+            a.count += b.count;
+        }
+    }
+    a
+}
+
+/// Bins `refs` on all three axes (`scale` 0 on an axis without extent).
+fn bin_refs(refs: &[PrimRef], cmin: Vec3A, scale: Vec3A) -> Bins {
+    // Two sets of bins, for even and odd references: neighbouring references often fall in
+    // the same bins, and alternating sets halves the chains of dependent loads and stores.
+    // Merging is exact (min, max and counts), so the result does not change.
+    let mut sets = [[[EMPTY_BIN; BINS]; 3]; 2];
+    let add = |bins: &mut Bins, r: &PrimRef| {
+        // Non-negative (`cmin` is the least of the same sums) and at most about `BINS`.
+        let b = ((r.min + r.max - cmin) * scale).as_ivec3().to_array();
+        for axis in 0..3 {
+            let bin = &mut bins[axis][(b[axis] as usize).min(BINS - 1)];
+            bin.min = bin.min.min(r.min);
+            bin.max = bin.max.max(r.max);
+            bin.count += 1;
+        }
+    };
+    let (even, odd) = sets.split_at_mut(1);
+    let mut pairs = refs.chunks_exact(2);
+    for pair in &mut pairs {
+        add(&mut even[0], &pair[0]);
+        add(&mut odd[0], &pair[1]);
+    }
+    for r in pairs.remainder() {
+        add(&mut even[0], r);
+    }
+    let [a, b] = sets;
+    merge_bins(a, b)
 }
 
 /// Exact SAH split of a small node: sorts the references by centroid on each axis and

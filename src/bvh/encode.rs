@@ -22,6 +22,7 @@ use crate::hw::{
 };
 use glam::Vec3A;
 use half::f16;
+use rayon::prelude::*;
 use std::collections::VecDeque;
 
 /// A hardware BVH image with its side tables.
@@ -182,7 +183,7 @@ fn pack_leaves(tree: &Tree4, mesh: &Mesh, max_per_node: u8) -> (Vec<Pack>, Vec<(
     // Vertex bit patterns of every leaf, gathered once (the look-ahead reads them again).
     let bits: Vec<[[u32; 3]; 3]> = tree
         .leaves
-        .iter()
+        .par_iter()
         .map(|&prim| mesh.triangle(prim).map(|v| v.map(f32::to_bits)))
         .collect();
     for (leaf, &prim) in tree.leaves.iter().enumerate() {
@@ -292,7 +293,7 @@ pub fn encode(
     // Box formats.
     let fp16: Vec<bool> = tree
         .nodes
-        .iter()
+        .par_iter()
         .map(|n| match options.box_format {
             BoxFormat::Fp32 => false,
             BoxFormat::Fp16 => true,
