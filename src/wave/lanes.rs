@@ -115,6 +115,26 @@ impl<const W: usize, S> Wave<W, S> {
     }
 }
 
+/// Whether `ray.inactive_reason()` is `None` (`semantics.md` 8): no NaN in any register and
+/// a finite origin, tested on the magnitude bits (|x| > inf bits = NaN, >= inf bits = not
+/// finite) with no early exits.
+#[inline(always)]
+fn ray_is_active(ray: &LaneRay) -> bool {
+    const INF: u32 = 0x7f80_0000;
+    let mag = |x: f32| x.to_bits() & 0x7fff_ffff;
+    let origin = mag(ray.origin[0])
+        .max(mag(ray.origin[1]))
+        .max(mag(ray.origin[2]));
+    let rest = mag(ray.dir[0])
+        .max(mag(ray.dir[1]))
+        .max(mag(ray.dir[2]))
+        .max(mag(ray.inv_dir[0]))
+        .max(mag(ray.inv_dir[1]))
+        .max(mag(ray.inv_dir[2]))
+        .max(mag(ray.extent));
+    (origin < INF) & (rest <= INF)
+}
+
 /// The four dwords and the outcome of every lane of one wave instruction.
 #[derive(Clone, Debug)]
 pub struct WaveResults<const W: usize> {
@@ -252,7 +272,13 @@ impl<'a> WaveIntersector<'a> {
             let ray = &wave.ray[i];
             let ptr = NodePointer::from_u32(wave.node[i]);
             let ty = ptr.node_type();
-            if let Some(reason) = ray.inactive_reason() {
+            // Screen first (cheap, branch-predictable); only a failing lane asks why.
+            let reason = if ray_is_active(ray) {
+                None
+            } else {
+                ray.inactive_reason()
+            };
+            if let Some(reason) = reason {
                 out.dwords[i] = miss_encoding(ty);
                 out.outcome[i] = LaneOutcome::Inactive(reason);
                 if reason == InactiveReason::InfiniteOrigin {
