@@ -352,3 +352,46 @@ impl<'a> WaveIntersector<'a> {
         triangle_query_x4(lanes, mode, index, &mut out.dwords);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The bit screen agrees with `inactive_reason` when any one register holds a special
+    /// value (NaN, ±inf, ±0, the largest finite, the smallest subnormal).
+    #[test]
+    fn active_screen_matches_inactive_reason() {
+        let specials = [
+            1.5,
+            -0.0,
+            0.0,
+            f32::NAN,
+            -f32::NAN,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            f32::MAX,
+            f32::from_bits(1),
+        ];
+        let base = LaneRay {
+            extent: 10.0,
+            origin: [1.0, 2.0, 3.0],
+            dir: [0.5, -0.5, 1.0],
+            inv_dir: [2.0, -2.0, 1.0],
+        };
+        let mut cases = 0;
+        for reg in 0..10 {
+            for &v in &specials {
+                let mut r = base;
+                match reg {
+                    0 => r.extent = v,
+                    1..=3 => r.origin[reg - 1] = v,
+                    4..=6 => r.dir[reg - 4] = v,
+                    _ => r.inv_dir[reg - 7] = v,
+                }
+                assert_eq!(ray_is_active(&r), r.inactive_reason().is_none(), "{r:?}");
+                cases += 1;
+            }
+        }
+        assert_eq!(cases, 90);
+    }
+}
