@@ -201,12 +201,12 @@ pub fn trace_wave<const W: usize, T: Traversal, P: PrimitiveIds + ?Sized>(
             if outcome == LaneOutcome::Tested {
                 lane.hit.clocks += 1;
             }
-            let ty = NodePointer::from_u32(node).node_type();
-            let next = if ty.is_box() {
+            // Pointer type bits 2:0 (`NodeType::from_bits`): 0-3 triangle k, 4/5 box, 6/7 user.
+            let next = if node & 6 == 4 {
                 traversal.after_box(&mut lane.trav, node, dwords)
             } else {
                 let mut done = false;
-                if ty.triangle_index().is_some() && outcome == LaneOutcome::Tested {
+                if node & 4 == 0 && outcome == LaneOutcome::Tested {
                     // t = t_num / t_denom; a miss is {+inf, 1.0} and never wins.
                     let t = f32::from_bits(dwords[0]) / f32::from_bits(dwords[1]);
                     if t >= lane.hit.tmin && t <= lane.hit.best_t && t < f32::INFINITY {

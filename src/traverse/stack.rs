@@ -89,7 +89,7 @@ impl Traversal for FullStack {
         root
     }
 
-    #[inline]
+    #[inline(always)]
     fn after_box(&self, lane: &mut StackLane, _node: u32, children: [u32; 4]) -> Option<u32> {
         // Bit c set = children[c] is a child.
         let mask = (is_child(children[0]) as u32)

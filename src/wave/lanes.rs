@@ -115,6 +115,26 @@ impl<const W: usize, S> Wave<W, S> {
     }
 }
 
+/// Whether `ray.inactive_reason()` is `None` (`semantics.md` 8): no NaN in any register and
+/// a finite origin, tested on the magnitude bits (|x| > inf bits = NaN, >= inf bits = not
+/// finite) with no early exits.
+#[inline(always)]
+fn ray_is_active(ray: &LaneRay) -> bool {
+    const INF: u32 = 0x7f80_0000;
+    let mag = |x: f32| x.to_bits() & 0x7fff_ffff;
+    let origin = mag(ray.origin[0])
+        .max(mag(ray.origin[1]))
+        .max(mag(ray.origin[2]));
+    let rest = mag(ray.dir[0])
+        .max(mag(ray.dir[1]))
+        .max(mag(ray.dir[2]))
+        .max(mag(ray.inv_dir[0]))
+        .max(mag(ray.inv_dir[1]))
+        .max(mag(ray.inv_dir[2]))
+        .max(mag(ray.extent));
+    (origin < INF) & (rest <= INF)
+}
+
 /// The four dwords and the outcome of every lane of one wave instruction.
 #[derive(Clone, Debug)]
 pub struct WaveResults<const W: usize> {
@@ -252,7 +272,13 @@ impl<'a> WaveIntersector<'a> {
             let ray = &wave.ray[i];
             let ptr = NodePointer::from_u32(wave.node[i]);
             let ty = ptr.node_type();
-            if let Some(reason) = ray.inactive_reason() {
+            // Screen first (cheap, branch-predictable); only a failing lane asks why.
+            let reason = if ray_is_active(ray) {
+                None
+            } else {
+                ray.inactive_reason()
+            };
+            if let Some(reason) = reason {
                 out.dwords[i] = miss_encoding(ty);
                 out.outcome[i] = LaneOutcome::Inactive(reason);
                 if reason == InactiveReason::InfiniteOrigin {
@@ -324,5 +350,48 @@ impl<'a> WaveIntersector<'a> {
         out: &mut WaveResults<W>,
     ) {
         triangle_query_x4(lanes, mode, index, &mut out.dwords);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The bit screen agrees with `inactive_reason` when any one register holds a special
+    /// value (NaN, ±inf, ±0, the largest finite, the smallest subnormal).
+    #[test]
+    fn active_screen_matches_inactive_reason() {
+        let specials = [
+            1.5,
+            -0.0,
+            0.0,
+            f32::NAN,
+            -f32::NAN,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            f32::MAX,
+            f32::from_bits(1),
+        ];
+        let base = LaneRay {
+            extent: 10.0,
+            origin: [1.0, 2.0, 3.0],
+            dir: [0.5, -0.5, 1.0],
+            inv_dir: [2.0, -2.0, 1.0],
+        };
+        let mut cases = 0;
+        for reg in 0..10 {
+            for &v in &specials {
+                let mut r = base;
+                match reg {
+                    0 => r.extent = v,
+                    1..=3 => r.origin[reg - 1] = v,
+                    4..=6 => r.dir[reg - 4] = v,
+                    _ => r.inv_dir[reg - 7] = v,
+                }
+                assert_eq!(ray_is_active(&r), r.inactive_reason().is_none(), "{r:?}");
+                cases += 1;
+            }
+        }
+        assert_eq!(cases, 90);
     }
 }
