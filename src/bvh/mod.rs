@@ -173,23 +173,23 @@ pub fn build(mesh: &Mesh, options: &BuildOptions) -> Result<BuiltBvh> {
     mesh.check_indices()?;
     let start = Instant::now();
     let chains = options.leaf_chains && options.triangles_per_node > 1;
+    // An indexed collect (written in place), then the rare non-finite triangles (marked
+    // with no triangles) are dropped in order.
     let mut refs: Vec<PrimRef> = (0..mesh.len() as u32)
         .into_par_iter()
-        .filter_map(|prim| {
+        .map(|prim| {
             let t = mesh.triangle(prim);
-            if t.iter().flatten().all(|c| c.is_finite()) {
-                let [a, b, c] = t.map(Vec3A::from);
-                Some(PrimRef {
-                    min: a.min(b).min(c),
-                    max: a.max(b).max(c),
-                    prim,
-                    triangles: 1,
-                })
-            } else {
-                None
+            let finite = t.iter().flatten().all(|c| c.is_finite());
+            let [a, b, c] = t.map(Vec3A::from);
+            PrimRef {
+                min: a.min(b).min(c),
+                max: a.max(b).max(c),
+                prim,
+                triangles: finite as u32,
             }
         })
         .collect();
+    refs.retain(|r| r.triangles != 0);
     let dropped_nan_triangles = mesh.len() - refs.len();
     let mut clusters = Vec::new();
     if chains {
