@@ -7,7 +7,8 @@
 //!
 //! Each reference gets its own triangle slot in the image, so one triangle may be stored
 //! several times; its slot boxes cover the triangle together (each piece box is widened by a
-//! relative 1e-5 of its extent, inside the parent box, against rounding in the clipping).
+//! relative 1e-5 of its extent plus 1e-6 of its coordinates' magnitude, inside the parent box,
+//! against rounding in the clipping).
 
 use super::build::{half_area, PrimRef};
 use super::Mesh;
@@ -94,7 +95,11 @@ fn split_into(tri: &[Vec3A; 3], r: PrimRef, threshold: f32, level: u32, out: &mu
     let (a, b) = halves(r.min, r.max);
     for (lo, hi) in [a, b] {
         if let Some((cmin, cmax)) = clipped_bounds(tri, lo, hi) {
-            let pad = (cmax - cmin) * 1e-5;
+            // The clipped vertices carry rounding relative to their coordinates' magnitude,
+            // not to the piece's extent: widen by both (a thin piece far from the origin
+            // otherwise ends up a few ULPs short of the triangle and loses hits).
+            let magnitude = cmin.abs().max(cmax.abs());
+            let pad = (cmax - cmin) * 1e-5 + magnitude * 1e-6;
             let piece = PrimRef {
                 min: (cmin - pad).max(lo),
                 max: (cmax + pad).min(hi),
