@@ -195,7 +195,7 @@ pub fn box_query(node: &DecodedBox, ray: &LaneRay, grow: f32, sort: bool, out: &
             .fast_max(near[2])
             .fast_max(f32x4::ZERO);
         let tfar = far[0].fast_min(far[1]).fast_min(far[2]).fast_min(e);
-        (tnear, tnear.simd_le(tfar * f32x4::splat(grow)).to_bitmask())
+        (tnear, tnear.simd_le(tfar * f32x4::splat(grow)))
     } else {
         let (near, far) = select_planes();
         // tnear_raw = maxNum(maxNum(near.x, near.y), near.z) ; tfar_raw = minNum(...)
@@ -208,15 +208,17 @@ pub fn box_query(node: &DecodedBox, ray: &LaneRay, grow: f32, sort: bool, out: &
         // hit = !isnan(tnear_raw) && !isnan(tfar_raw) && tnear <= tfar * grow
         let nan = tnear_raw.is_nan() | tfar_raw.is_nan();
         let inside = tnear.simd_le(tfar * f32x4::splat(grow));
-        (tnear, inside.to_bitmask() & !nan.to_bitmask())
+        (tnear, nan.select(f32x4::ZERO, inside))
     };
-    let hit_bits = hit_mask;
-    // Missed children become INVALID (branch-free select on the hit bit).
-    let ptr: [u32; 4] = std::array::from_fn(|c| {
-        let keep = ((hit_bits >> c) & 1).wrapping_neg();
-        (node.children[c] & keep) | (INVALID & !keep)
-    });
-    let r = if sort { sort_network(ptr, tnear) } else { ptr };
+    // Missed children become INVALID: a bitwise select on the hit mask, in a vector register
+    // (the pointers travel as f32x4 bit patterns; the select never looks at them as floats).
+    let children: f32x4 = bytemuck::cast(node.children);
+    let ptr = hit_mask.select(children, bytemuck::cast([INVALID; 4]));
+    let r: [u32; 4] = if sort {
+        sort_network(ptr, tnear)
+    } else {
+        bytemuck::cast(ptr)
+    };
     out[0] = r[0];
     out[1] = r[1];
     out[2] = r[2];
@@ -227,14 +229,14 @@ pub fn box_query(node: &DecodedBox, ray: &LaneRay, grow: f32, sort: bool, out: &
 /// valid and strictly nearer, or when the first entry is invalid (`semantics.md` 5.7).
 /// Branch-free (the swaps are data-dependent and unpredictable).
 #[inline(always)]
-fn sort_network(ptr: [u32; 4], key: f32x4) -> [u32; 4] {
+fn sort_network(ptr: f32x4, key: f32x4) -> [u32; 4] {
     #[cfg(target_arch = "x86_64")]
     {
         sort_network_sse2(ptr, key)
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
-        sort_network_scalar(ptr, key.to_array())
+        sort_network_scalar(bytemuck::cast(ptr), key.to_array())
     }
 }
 
@@ -246,12 +248,12 @@ fn sort_network(ptr: [u32; 4], key: f32x4) -> [u32; 4] {
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 #[allow(unused_assignments)] // the last stage's keys are not read
-fn sort_network_sse2(ptr: [u32; 4], key: f32x4) -> [u32; 4] {
+fn sort_network_sse2(ptr: f32x4, key: f32x4) -> [u32; 4] {
     use core::arch::x86_64::*;
-    // SAFETY: SSE2 is part of the x86-64 baseline; the loads and stores are unaligned
-    // 16-byte accesses of 16-byte arrays; f32x4 and __m128 are both 16 plain bytes.
+    // SAFETY: SSE2 is part of the x86-64 baseline; the one store is an unaligned 16-byte
+    // store into a 16-byte array; f32x4 and __m128 are both 16 plain bytes.
     unsafe {
-        let mut p = _mm_loadu_si128(ptr.as_ptr() as *const __m128i);
+        let mut p = _mm_castps_si128(core::mem::transmute::<f32x4, __m128>(ptr));
         let mut k: __m128 = core::mem::transmute::<f32x4, __m128>(key);
         let ones = _mm_set1_epi32(-1);
         macro_rules! stage {
@@ -667,7 +669,7 @@ mod tests {
                         INVALID
                     }
                 });
-                let simd = sort_network(p, f32x4::new(k));
+                let simd = sort_network(bytemuck::cast(p), f32x4::new(k));
                 assert_eq!(simd, sort_network_scalar(p, k), "ptr {p:x?} keys {k:?}");
                 cases += 1;
             }
