@@ -19,7 +19,7 @@ fn data(name: &str) -> String {
 
 fn verify(file: &str, extra: &[&str]) -> (i32, String) {
     let out = bin()
-        .args(["tiling", "verify", &data(file), "--no-hash"])
+        .args(["tiling", "verify", &data(file)])
         .args(extra)
         .output()
         .unwrap();

@@ -13,7 +13,7 @@ fn data(name: &str) -> PathBuf {
 }
 
 fn run(name: &str, console: Option<Console>, expected_cases: usize) {
-    let report = reference::verify_file(&data(name), console, false).expect("reference file loads");
+    let report = reference::verify_file(&data(name), console, true).expect("reference file loads");
     let failed: Vec<String> = report
         .cases
         .iter()

@@ -1096,11 +1096,15 @@ impl Layout {
 
     /// FNV-1a 64 over the byte offset (8 bytes little-endian) of every element, in packed
     /// linear order (the reference vectors' `all_texels_fnv1a64`).
+    ///
+    /// The offset basis is [`TEXEL_HASH_BASIS`], not FNV's published 0xcbf29ce484222325: the
+    /// reference vectors were made with it (every 1x1 case, one offset 0, hashes to
+    /// 0x47fe0d7eaf8e51e3, which this basis gives and the published one does not).
     pub fn texel_hash(&self) -> Result<(u64, u64)> {
         if !self.can_address() {
             return Err(self.no_equation());
         }
-        let mut h = 0xcbf2_9ce4_8422_2325u64;
+        let mut h = TEXEL_HASH_BASIS;
         let mut count = 0u64;
         let lo = self.low_mask();
         for mip in 0..self.desc.mip_levels {
@@ -1124,3 +1128,7 @@ impl Layout {
         Ok((h, count))
     }
 }
+
+/// Offset basis of the texel hash in the reference vectors (see `Layout::texel_hash`).
+/// It is the 64-bit FNV basis as commonly mis-transcribed; FNV's prime is unchanged.
+pub const TEXEL_HASH_BASIS: u64 = 0x1465_0fb0_739d_0383;
