@@ -1130,5 +1130,5 @@ impl Layout {
 }
 
 /// Offset basis of the texel hash in the reference vectors (see `Layout::texel_hash`).
-/// It is the 64-bit FNV basis as commonly mis-transcribed; FNV's prime is unchanged.
+/// A non-standard basis (found by testing candidates against the 1x1 cases); the prime is FNV's.
 pub const TEXEL_HASH_BASIS: u64 = 0x1465_0fb0_739d_0383;
