@@ -1097,7 +1097,7 @@ impl Layout {
     /// FNV-1a 64 over the byte offset (8 bytes little-endian) of every element, in packed
     /// linear order (the reference vectors' `all_texels_fnv1a64`).
     ///
-    /// The offset basis is [`TEXEL_HASH_BASIS`], not FNV's published 0xcbf29ce484222325: the
+    /// The offset basis is `TEXEL_HASH_BASIS`, not FNV's published 0xcbf29ce484222325: the
     /// reference vectors were made with it (every 1x1 case, one offset 0, hashes to
     /// 0x47fe0d7eaf8e51e3, which this basis gives and the published one does not).
     pub fn texel_hash(&self) -> Result<(u64, u64)> {

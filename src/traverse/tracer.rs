@@ -170,7 +170,15 @@ impl std::fmt::Debug for WaveTracer {
 
 impl WaveTracer {
     /// A tracer over `image`, built from `mesh`.
+    ///
+    /// Panics if the image was built with leaf chains (`BuildOptions::leaf_chains`): the wave
+    /// loop issues one triangle per pointer and does not walk chains yet (use
+    /// `bvh::closest_hit_scalar` for such images).
     pub fn new(image: &BvhImage, mesh: &Mesh, config: WaveTracerConfig) -> WaveTracer {
+        assert!(
+            !image.leaf_chains,
+            "WaveTracer does not walk leaf chains; build without BuildOptions::leaf_chains"
+        );
         let ids = ImageIds::new(image, mesh.len() as u32);
         let mut tracer = WaveTracer::with_ids(
             image.bytes.clone(),
