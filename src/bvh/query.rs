@@ -165,19 +165,26 @@ fn accept(
     })
 }
 
+fn sub(a: [f64; 3], b: [f64; 3]) -> [f64; 3] {
+    [a[0] - b[0], a[1] - b[1], a[2] - b[2]]
+}
+
+fn cross(a: [f64; 3], b: [f64; 3]) -> [f64; 3] {
+    [
+        a[1] * b[2] - a[2] * b[1],
+        a[2] * b[0] - a[0] * b[2],
+        a[0] * b[1] - a[1] * b[0],
+    ]
+}
+
+fn dot(a: [f64; 3], b: [f64; 3]) -> f64 {
+    a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
+}
+
 /// Weights of the second and third vertex where the ray's line meets the triangle's plane
 /// (Möller-Trumbore in f64); zeros for a degenerate configuration.
 pub fn barycentrics_f64(ray: &Ray, tri: [[f32; 3]; 3]) -> [f32; 2] {
     let v = tri.map(|p| p.map(f64::from));
-    let sub = |a: [f64; 3], b: [f64; 3]| [a[0] - b[0], a[1] - b[1], a[2] - b[2]];
-    let cross = |a: [f64; 3], b: [f64; 3]| {
-        [
-            a[1] * b[2] - a[2] * b[1],
-            a[2] * b[0] - a[0] * b[2],
-            a[0] * b[1] - a[1] * b[0],
-        ]
-    };
-    let dot = |a: [f64; 3], b: [f64; 3]| a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
     let o = ray.origin.to_array().map(f64::from);
     let d = ray.dir.to_array().map(f64::from);
     let e1 = sub(v[1], v[0]);
@@ -205,15 +212,6 @@ pub fn barycentrics_f64(ray: &Ray, tri: [[f32; 3]; 3]) -> [f32; 2] {
 /// decisions and its counters, use the instruction's t).
 pub fn plane_distance_f64(ray: &Ray, tri: [[f32; 3]; 3]) -> Option<f32> {
     let v = tri.map(|p| p.map(f64::from));
-    let sub = |a: [f64; 3], b: [f64; 3]| [a[0] - b[0], a[1] - b[1], a[2] - b[2]];
-    let cross = |a: [f64; 3], b: [f64; 3]| {
-        [
-            a[1] * b[2] - a[2] * b[1],
-            a[2] * b[0] - a[0] * b[2],
-            a[0] * b[1] - a[1] * b[0],
-        ]
-    };
-    let dot = |a: [f64; 3], b: [f64; 3]| a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
     let o = ray.origin.to_array().map(f64::from);
     let d = ray.dir.to_array().map(f64::from);
     let n = cross(sub(v[1], v[0]), sub(v[2], v[0]));

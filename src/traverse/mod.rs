@@ -104,6 +104,35 @@ impl Default for LaneHit {
     }
 }
 
+impl LaneHit {
+    /// Offers a tested triangle's dwords: `t = t_num / t_denom` (a miss is {+inf, 1.0} and
+    /// never wins) counts when finite, in `[tmin, best_t]`, of a real primitive, and nearer
+    /// than the current hit (at an equal t, only a smaller primitive id wins, so the result
+    /// does not depend on the traversal order). Returns the new closest t when accepted.
+    #[inline]
+    pub fn offer(
+        &mut self,
+        node: u32,
+        dwords: [u32; 4],
+        prim_id: impl FnOnce() -> u32,
+    ) -> Option<f32> {
+        let t = f32::from_bits(dwords[0]) / f32::from_bits(dwords[1]);
+        if !(t >= self.tmin && t <= self.best_t && t < f32::INFINITY) {
+            return None;
+        }
+        let prim = prim_id();
+        let better =
+            prim != u32::MAX && (self.best.is_none() || t < self.best_t || prim < self.best_prim);
+        if !better {
+            return None;
+        }
+        self.best_t = t;
+        self.best = Some((node, dwords));
+        self.best_prim = prim;
+        Some(t)
+    }
+}
+
 /// A lane's state in the wave loop: the strategy's part and the hit bookkeeping.
 #[derive(Debug, Default)]
 pub struct LaneState<L> {
@@ -207,23 +236,14 @@ pub fn trace_wave<const W: usize, T: Traversal, P: PrimitiveIds + ?Sized>(
             } else {
                 let mut done = false;
                 if node & 4 == 0 && outcome == LaneOutcome::Tested {
-                    // t = t_num / t_denom; a miss is {+inf, 1.0} and never wins.
-                    let t = f32::from_bits(dwords[0]) / f32::from_bits(dwords[1]);
-                    if t >= lane.hit.tmin && t <= lane.hit.best_t && t < f32::INFINITY {
-                        let prim = prim_id.primitive_id(node, &dwords);
-                        let better = prim != u32::MAX
-                            && (lane.hit.best.is_none()
-                                || t < lane.hit.best_t
-                                || prim < lane.hit.best_prim);
-                        if better {
-                            lane.hit.best_t = t;
-                            lane.hit.best = Some((node, dwords));
-                            lane.hit.best_prim = prim;
-                            counters.trav_hits_accepted += 1;
-                            // The current closest t becomes the ray extent.
-                            wave.ray[i].extent = t;
-                            done = query == Query::AnyHit;
-                        }
+                    let accepted = lane
+                        .hit
+                        .offer(node, dwords, || prim_id.primitive_id(node, &dwords));
+                    if let Some(t) = accepted {
+                        counters.trav_hits_accepted += 1;
+                        // The current closest t becomes the ray extent.
+                        wave.ray[i].extent = t;
+                        done = query == Query::AnyHit;
                     }
                 }
                 if done {

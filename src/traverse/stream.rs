@@ -206,22 +206,10 @@ fn run_wave<const W: usize, T: CountedTraversal, P: Fn(u32, &[u32; 4]) -> u32>(
             } else {
                 let mut done = false;
                 if ty.triangle_index().is_some() && outcome == LaneOutcome::Tested {
-                    // t = t_num / t_denom; a miss is {+inf, 1.0} and never wins.
-                    let t = f32::from_bits(dwords[0]) / f32::from_bits(dwords[1]);
-                    if t >= lane.hit.tmin && t <= lane.hit.best_t && t < f32::INFINITY {
-                        let prim = prim_id(node, &dwords);
-                        let better = prim != u32::MAX
-                            && (lane.hit.best.is_none()
-                                || t < lane.hit.best_t
-                                || prim < lane.hit.best_prim);
-                        if better {
-                            lane.hit.best_t = t;
-                            lane.hit.best = Some((node, dwords));
-                            lane.hit.best_prim = prim;
-                            counters.trav_hits_accepted += 1;
-                            wave.ray[i].extent = t;
-                            done = query == Query::AnyHit;
-                        }
+                    if let Some(t) = lane.hit.offer(node, dwords, || prim_id(node, &dwords)) {
+                        counters.trav_hits_accepted += 1;
+                        wave.ray[i].extent = t;
+                        done = query == Query::AnyHit;
                     }
                 }
                 if done {
