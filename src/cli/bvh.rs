@@ -82,16 +82,7 @@ pub fn run(args: BvhArgs) -> Result<i32> {
         box_sort: true,
         leaf_chains: args.chains,
     };
-    let mut pool = rayon::ThreadPoolBuilder::new();
-    if let Some(n) = args.threads {
-        if n == 0 {
-            return Err(Error::field("--threads", "must be at least 1"));
-        }
-        pool = pool.num_threads(n);
-    }
-    let pool = pool
-        .build()
-        .map_err(|e| Error::Other(format!("cannot start the thread pool: {e}")))?;
+    let pool = super::thread_pool(args.threads)?;
 
     let start = Instant::now();
     let mesh = Mesh::load_obj(&args.mesh)?;

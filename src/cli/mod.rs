@@ -59,3 +59,17 @@ pub fn main() -> i32 {
         }
     }
 }
+
+/// The rayon pool for a command's `--threads` (all cores when absent; 0 is refused).
+fn thread_pool(threads: Option<usize>) -> wavetrace::Result<rayon::ThreadPool> {
+    let mut builder = rayon::ThreadPoolBuilder::new();
+    if let Some(n) = threads {
+        if n == 0 {
+            return Err(wavetrace::Error::field("--threads", "must be at least 1"));
+        }
+        builder = builder.num_threads(n);
+    }
+    builder
+        .build()
+        .map_err(|e| wavetrace::Error::Other(format!("cannot start the thread pool: {e}")))
+}

@@ -102,16 +102,7 @@ pub fn run(args: ProfileArgs) -> Result<i32> {
     let variants = profile::select_variants(&args.strategies)?;
     let (width, height) = parse_size(&args.size)?;
     let camera_override = args.camera.as_deref().map(parse_camera).transpose()?;
-    let mut pool = rayon::ThreadPoolBuilder::new();
-    if let Some(n) = args.threads {
-        if n == 0 {
-            return Err(Error::field("--threads", "must be at least 1"));
-        }
-        pool = pool.num_threads(n);
-    }
-    let pool = pool
-        .build()
-        .map_err(|e| Error::Other(format!("cannot start the thread pool: {e}")))?;
+    let pool = super::thread_pool(args.threads)?;
 
     let is_scene = args
         .input

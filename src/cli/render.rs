@@ -106,17 +106,7 @@ pub fn run(args: RenderArgs) -> Result<i32> {
     for w in &scene.warnings {
         eprintln!("warning: {w}");
     }
-    let pool = {
-        let mut b = rayon::ThreadPoolBuilder::new();
-        if let Some(n) = args.threads {
-            if n == 0 {
-                return Err(Error::field("--threads", "must be at least 1"));
-            }
-            b = b.num_threads(n);
-        }
-        b.build()
-            .map_err(|e| Error::Other(format!("cannot start worker threads: {e}")))?
-    };
+    let pool = super::thread_pool(args.threads)?;
     let cancel = Arc::new(AtomicBool::new(false));
     {
         let cancel = cancel.clone();
