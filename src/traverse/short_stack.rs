@@ -153,6 +153,14 @@ impl TrailStack {
         let last = i + 1 == list.len();
         lane.trail.truncate(d as usize);
         lane.trail.push(list[i].rank | if last { LAST } else { 0 });
+        self.push_siblings_after(lane, d, list, i);
+        lane.depth = d + 1;
+        list[i].ptr
+    }
+
+    /// Pushes the children after `list[i]` (farthest first, so the nearest pops first) as
+    /// pending entries one level below `d`.
+    fn push_siblings_after(&self, lane: &mut TrailLane, d: u32, list: &[Ranked], i: usize) {
         for (j, r) in list.iter().enumerate().skip(i + 1).rev() {
             self.push(
                 lane,
@@ -164,8 +172,6 @@ impl TrailStack {
                 },
             );
         }
-        lane.depth = d + 1;
-        list[i].ptr
     }
 
     fn push(&self, lane: &mut TrailLane, entry: TrailEntry) {
@@ -226,17 +232,7 @@ impl Traversal for TrailStack {
             if d < l {
                 if let Some(i) = found {
                     // Follow the trail; the siblings after it are pending: push them.
-                    for (j, r) in list.iter().enumerate().skip(i + 1).rev() {
-                        self.push(
-                            lane,
-                            TrailEntry {
-                                ptr: r.ptr,
-                                depth: d + 1,
-                                rank: r.rank,
-                                last: j + 1 == list.len(),
-                            },
-                        );
-                    }
+                    self.push_siblings_after(lane, d, list, i);
                     lane.depth = d + 1;
                     return Some(list[i].ptr);
                 }
