@@ -2,15 +2,20 @@
 //! parallel with rayon, with the SAH-optimal collapse costs to a 4-wide tree computed on the
 //! way back up (see [`super::collapse`]).
 //!
-//! Determinism: node `n` of a subtree with `m` references owns the node index range
-//! `[n, n + 2m - 1)`: itself, then the left subtree's range, then the right subtree's. Every
-//! subtree writes only into its own range and its own slice of references, so the result
-//! does not depend on how rayon schedules the work (unused indices stay as holes).
+//! Layout: only inner nodes are stored. The subtree over `m` references (`m >= 2`) owns the
+//! inner-node index range `[n, n + m - 1)`: itself, then the left subtree's range, then the
+//! right subtree's; a child with a single reference is not a node but a leaf reference
+//! ([`LEAF`] | its index in the reordered reference array), with the reference's own bounds.
+//!
+//! Determinism: every subtree writes only into its own node range and its own slice of
+//! references, so the result does not depend on how rayon schedules the work; the range
+//! structure fills the node array exactly (no holes).
 //!
 //! Hot loop: no heap allocation per node. Bins live on the stack, references are partitioned
-//! in place.
+//! in place, small nodes sort keys and indices on the stack.
 
-use glam::Vec3A;
+use bytemuck::{Pod, Zeroable};
+use glam::{Vec3A, Vec3Swizzles};
 use rayon::prelude::*;
 
 /// Binned SAH: bins per axis.
@@ -30,6 +35,10 @@ pub const C_BOX: f32 = 1.0;
 /// SAH cost of one triangle instruction (one TD clock for one triangle).
 pub const C_TRI: f32 = 1.0;
 
+/// A child reference with this bit set names a leaf: the reference at the index in the low
+/// bits (of the reordered reference array); otherwise it is an inner-node index.
+pub const LEAF: u32 = 1 << 31;
+
 /// A primitive reference: a triangle (or, with spatial splits, a clipped part of one).
 #[derive(Clone, Copy, Debug)]
 pub struct PrimRef {
@@ -41,56 +50,85 @@ pub struct PrimRef {
     pub triangles: u32,
 }
 
-/// A binary node. `count == 1`: leaf holding reference `first`; `count == 0`: inner node with
-/// children `first` and `second`.
-#[derive(Clone, Copy, Debug)]
+/// An inner node of the binary tree (36 bytes; leaves are references, see [`LEAF`]).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
 pub struct Node2 {
-    pub min: Vec3A,
-    pub max: Vec3A,
-    pub first: u32,
-    pub second: u32,
-    pub count: u32,
-    /// `cost[k-1]`: the least SAH cost (unnormalised, area-weighted) of this subtree when its
-    /// parent gives it at most `k` child slots.
-    pub cost: [f32; 4],
-    /// `split[k-1]`: 0 if the best way to fill `k` slots is to make this node a box node
-    /// (one slot); otherwise the slots given to the left child (the rest go right).
+    pub min: [f32; 3],
+    pub max: [f32; 3],
+    /// Left and right child references.
+    pub children: [u32; 2],
+    /// `split[k-1]`: 0 if the best way to fill `k` child slots of the parent with this
+    /// subtree is to make it a box node (one slot); otherwise the slots given to the left
+    /// child (the rest go right). The costs behind the choice: see [`build_binary`].
     pub split: [u8; 4],
 }
 
-impl Node2 {
-    const HOLE: Node2 = Node2 {
-        min: Vec3A::ZERO,
-        max: Vec3A::ZERO,
-        first: u32::MAX,
-        second: u32::MAX,
-        count: u32::MAX,
-        cost: [0.0; 4],
-        split: [0; 4],
-    };
+const _: () = assert!(std::mem::size_of::<Node2>() == 36);
 
-    pub fn is_leaf(&self) -> bool {
-        self.count == 1
+/// The binary tree: inner nodes and the root reference.
+pub struct BinaryTree {
+    /// Allocated as zeroed words (so the pages are mapped lazily, never filled twice), viewed
+    /// as [`Node2`] through [`BinaryTree::nodes`].
+    words: Vec<[u32; 9]>,
+    /// The root: inner node 0, or `LEAF | 0` with a single reference.
+    pub root: u32,
+}
+
+impl BinaryTree {
+    pub fn nodes(&self) -> &[Node2] {
+        bytemuck::cast_slice(&self.words)
     }
 }
 
 pub fn half_area(min: Vec3A, max: Vec3A) -> f32 {
     let e = (max - min).max(Vec3A::ZERO);
-    e.x * e.y + e.y * e.z + e.z * e.x
+    // [x*y, y*z, z*x], summed left to right: x*y + y*z + z*x.
+    let p = e * e.yzx();
+    p.x + p.y + p.z
 }
 
-/// Builds the binary tree over `refs` (reordered in place). Node 0 is the root; the vector
-/// has `2 * refs.len() - 1` entries (some unused). `refs` must not be empty.
-pub fn build_binary(refs: &mut [PrimRef]) -> Vec<Node2> {
+/// The bin of each lane of `v` (scaled centroid offsets, `>= 0`): `v as usize`, at most
+/// `BINS - 1` (NaN gives 0, like `as`).
+#[inline(always)]
+fn bin_of(v: Vec3A) -> [usize; 3] {
+    // max(v, 0) turns NaN into 0; then every lane is in [0, BINS - 1] and truncation is
+    // exact.
+    let v = v.max(Vec3A::ZERO).min(Vec3A::splat((BINS - 1) as f32));
+    #[cfg(target_arch = "x86_64")]
+    {
+        // glam's Vec3A is an SSE register here: one cvttps2dq.
+        let lanes: wide::f32x4 = bytemuck::cast(std::arch::x86_64::__m128::from(v));
+        let i = lanes.fast_trunc_int().to_array();
+        [i[0] as usize, i[1] as usize, i[2] as usize]
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        v.to_array().map(|c| c as usize)
+    }
+}
+
+/// Builds the binary tree over `refs` (reordered in place: leaf references index the
+/// reordered slice). `refs` must not be empty.
+///
+/// On the way back up every node gets its collapse choices ([`Node2::split`]) from the
+/// least SAH cost (unnormalised, area-weighted) `cost[k-1]` of its subtree when its parent
+/// gives it at most `k` child slots: a leaf costs `C_TRI * triangles * area` whatever `k`;
+/// an inner node either becomes a box node (`C_BOX * area` plus the best way to fill 4
+/// slots with its two children) or hands `i` slots to the left child and `k - i` to the
+/// right (see [`super::collapse`]).
+pub fn build_binary(refs: &mut [PrimRef]) -> BinaryTree {
     assert!(!refs.is_empty());
-    let mut nodes = vec![Node2::HOLE; 2 * refs.len() - 1];
+    let mut words = vec![[0u32; 9]; refs.len() - 1];
+    let nodes: &mut [Node2] = bytemuck::cast_slice_mut(&mut words);
     let (mut min, mut max) = (Vec3A::INFINITY, Vec3A::NEG_INFINITY);
     for r in refs.iter() {
         min = min.min(r.min);
         max = max.max(r.max);
     }
-    build_rec(refs, &mut nodes, 0, min, max, 0, None);
-    nodes
+    let root = if refs.len() == 1 { LEAF } else { 0 };
+    build_rec(refs, nodes, 0, 0, min, max, 0, None);
+    BinaryTree { words, root }
 }
 
 #[derive(Clone, Copy)]
@@ -106,38 +144,32 @@ const EMPTY_BIN: Bin = Bin {
     count: 0,
 };
 
-/// Builds the subtree over `refs` into `nodes` (its own index range, starting at `base`),
-/// with bounds `min..max` already known.
+/// Builds the subtree over `refs` (starting at index `first_ref` of the whole array) into
+/// `nodes` (its own inner-node range, starting at `base`), with bounds `min..max` already
+/// known. Returns the subtree's collapse costs (`cost[k-1]`, see [`build_binary`]).
+#[allow(clippy::too_many_arguments)]
 fn build_rec(
     refs: &mut [PrimRef],
     nodes: &mut [Node2],
+    first_ref: u32,
     base: u32,
     min: Vec3A,
     max: Vec3A,
     depth: u32,
     centroid_bounds: Option<(Vec3A, Vec3A)>,
-) {
+) -> [f32; 4] {
     let m = refs.len();
-    debug_assert_eq!(nodes.len(), 2 * m - 1);
     if m == 1 {
-        let c = C_TRI * refs[0].triangles as f32 * half_area(min, max);
-        nodes[0] = Node2 {
-            min,
-            max,
-            first: refs[0].prim,
-            second: 0,
-            count: 1,
-            cost: [c; 4],
-            split: [0; 4],
-        };
-        return;
+        return [C_TRI * refs[0].triangles as f32 * half_area(min, max); 4];
     }
+    debug_assert_eq!(nodes.len(), m - 1);
 
     if m <= SMALL_NODE {
         let (lmin, lmax, rmin, rmax, left_count) = small_split(refs);
         let sides = [(lmin, lmax, None), (rmin, rmax, None)];
-        finish_inner(refs, nodes, base, min, max, depth, sides, left_count);
-        return;
+        return finish_inner(
+            refs, nodes, first_ref, base, min, max, depth, sides, left_count,
+        );
     }
 
     // Centroid bounds (centroids kept doubled: min + max).
@@ -158,11 +190,9 @@ fn build_rec(
     };
     let (left_side, right_side, left_count) = match binned {
         Some((axis, bin, lmin, lmax, rmin, rmax)) => {
-            let scale = BINS as f32 * 0.99999 / extent[axis];
-            let lo = cmin[axis];
+            let scale = bin_scale(extent);
             let (left, lc, rc) = partition(refs, |r| {
-                let b = (((r.min[axis] + r.max[axis]) - lo) * scale) as usize;
-                b.min(BINS - 1) <= bin
+                bin_of((r.min + r.max - cmin) * scale)[axis] <= bin
             });
             ((lmin, lmax, Some(lc)), (rmin, rmax, Some(rc)), left)
         }
@@ -180,12 +210,6 @@ fn build_rec(
             let key = |r: &PrimRef| r.min[axis] + r.max[axis];
             refs.select_nth_unstable_by(half, |a, b| key(a).total_cmp(&key(b)));
             let (a, b) = refs.split_at(half);
-            let bounds = |s: &[PrimRef]| {
-                s.iter()
-                    .fold((Vec3A::INFINITY, Vec3A::NEG_INFINITY), |(lo, hi), r| {
-                        (lo.min(r.min), hi.max(r.max))
-                    })
-            };
             let (lmin, lmax) = bounds(a);
             let (rmin, rmax) = bounds(b);
             ((lmin, lmax, None), (rmin, rmax, None), half)
@@ -194,85 +218,93 @@ fn build_rec(
     finish_inner(
         refs,
         nodes,
+        first_ref,
         base,
         min,
         max,
         depth,
         [left_side, right_side],
         left_count,
-    );
+    )
+}
+
+/// Bounds of a set of references.
+fn bounds(refs: &[PrimRef]) -> (Vec3A, Vec3A) {
+    refs.iter()
+        .fold((Vec3A::INFINITY, Vec3A::NEG_INFINITY), |(lo, hi), r| {
+            (lo.min(r.min), hi.max(r.max))
+        })
 }
 
 /// Bounds and (if known) centroid bounds of one side of a split.
 type Side = (Vec3A, Vec3A, Option<(Vec3A, Vec3A)>);
 
-/// Recurses into the two sides of a split and computes this node's collapse costs.
+/// Recurses into the two sides of a split, writes this node and returns its collapse costs.
 #[allow(clippy::too_many_arguments)]
 fn finish_inner(
     refs: &mut [PrimRef],
     nodes: &mut [Node2],
+    first_ref: u32,
     base: u32,
     min: Vec3A,
     max: Vec3A,
     depth: u32,
     sides: [Side; 2],
     left_count: usize,
-) {
+) -> [f32; 4] {
     let [(lmin, lmax, lc), (rmin, rmax, rc)] = sides;
     let m = refs.len();
     debug_assert!(left_count > 0 && left_count < m);
 
+    // Child references: an inner node's range, or a single reference.
     let left_base = base + 1;
-    let right_base = base + 2 * left_count as u32;
+    let right_base = base + left_count as u32;
+    let right_first = first_ref + left_count as u32;
+    let child = |count: usize, node: u32, reference: u32| {
+        if count == 1 {
+            LEAF | reference
+        } else {
+            node
+        }
+    };
+    let children = [
+        child(left_count, left_base, first_ref),
+        child(m - left_count, right_base, right_first),
+    ];
     let (this, rest) = nodes.split_at_mut(1);
-    let (left_nodes, right_nodes) = rest.split_at_mut(2 * left_count - 1);
+    let (left_nodes, right_nodes) = rest.split_at_mut(left_count - 1);
     let (left_refs, right_refs) = refs.split_at_mut(left_count);
-    if m >= PARALLEL_THRESHOLD {
-        rayon::join(
-            || build_rec(left_refs, left_nodes, left_base, lmin, lmax, depth + 1, lc),
-            || {
-                build_rec(
-                    right_refs,
-                    right_nodes,
-                    right_base,
-                    rmin,
-                    rmax,
-                    depth + 1,
-                    rc,
-                )
-            },
-        );
-    } else {
-        build_rec(left_refs, left_nodes, left_base, lmin, lmax, depth + 1, lc);
+    let left = |refs: &mut [PrimRef], nodes: &mut [Node2]| {
+        build_rec(refs, nodes, first_ref, left_base, lmin, lmax, depth + 1, lc)
+    };
+    let right = |refs: &mut [PrimRef], nodes: &mut [Node2]| {
         build_rec(
-            right_refs,
-            right_nodes,
+            refs,
+            nodes,
+            right_first,
             right_base,
             rmin,
             rmax,
             depth + 1,
             rc,
-        );
-    }
-
-    // Collapse costs (semantics in `Node2::cost`).
-    let l = &left_nodes[0];
-    let r = &right_nodes[0];
-    let mut node = Node2 {
-        min,
-        max,
-        first: left_base,
-        second: right_base,
-        count: 0,
-        cost: [0.0; 4],
-        split: [0; 4],
+        )
     };
+    let (l, r) = if m >= PARALLEL_THRESHOLD {
+        rayon::join(
+            || left(left_refs, left_nodes),
+            || right(right_refs, right_nodes),
+        )
+    } else {
+        (left(left_refs, left_nodes), right(right_refs, right_nodes))
+    };
+
+    // Collapse costs (see `build_binary`).
     // g[k-1]: best cost of filling exactly k slots with both children (k >= 2).
     let mut g = [f32::INFINITY; 4];
     let mut g_split = [0u8; 4];
     for k in 2..=4usize {
         for i in 1..k {
-            let c = l.cost[i - 1] + r.cost[k - i - 1];
+            let c = l[i - 1] + r[k - i - 1];
             if c < g[k - 1] {
                 g[k - 1] = c;
                 g_split[k - 1] = i as u8;
@@ -280,18 +312,21 @@ fn finish_inner(
         }
     }
     let as_box = C_BOX * half_area(min, max) + g[3];
-    node.cost[0] = as_box;
-    node.split[0] = 0;
+    let mut cost = [as_box; 4];
+    let mut split = [0u8; 4];
     for k in 2..=4usize {
         if g[k - 1] < as_box {
-            node.cost[k - 1] = g[k - 1];
-            node.split[k - 1] = g_split[k - 1];
-        } else {
-            node.cost[k - 1] = as_box;
-            node.split[k - 1] = 0;
+            cost[k - 1] = g[k - 1];
+            split[k - 1] = g_split[k - 1];
         }
     }
-    this[0] = node;
+    this[0] = Node2 {
+        min: min.to_array(),
+        max: max.to_array(),
+        children,
+        split,
+    };
+    cost
 }
 
 /// Evaluates the binned SAH on all three axes. Returns the axis, the last bin of the left
@@ -306,18 +341,26 @@ fn best_binned_split(
     if !valid.iter().any(|&v| v) {
         return None;
     }
-    let scale = Vec3A::select(
-        extent.cmpgt(Vec3A::ZERO),
-        Vec3A::splat(BINS as f32 * 0.99999) / extent,
-        Vec3A::ZERO,
-    );
+    let scale = bin_scale(extent);
     let bins = if refs.len() >= PARALLEL_BINNING {
         // Chunks of a fixed size, merged exactly: the same bins for any thread count.
         refs.par_chunks(PARALLEL_BINNING / 4)
-            .map(|chunk| bin_refs(chunk, cmin, scale))
-            .reduce(|| [[EMPTY_BIN; BINS]; 3], merge_bins)
+            .map(|chunk| {
+                let mut bins = [[EMPTY_BIN; BINS]; 3];
+                bin_refs(chunk, cmin, scale, &mut bins);
+                bins
+            })
+            .reduce(
+                || [[EMPTY_BIN; BINS]; 3],
+                |mut a, b| {
+                    merge_bins(&mut a, &b);
+                    a
+                },
+            )
     } else {
-        bin_refs(refs, cmin, scale)
+        let mut bins = [[EMPTY_BIN; BINS]; 3];
+        bin_refs(refs, cmin, scale, &mut bins);
+        bins
     };
     let mut best: Option<(f32, usize, usize)> = None;
     for axis in 0..3 {
@@ -368,8 +411,17 @@ fn best_binned_split(
 
 type Bins = [[Bin; BINS]; 3];
 
+/// Scale from doubled-centroid offsets to bins, per axis (0 on an axis without extent).
+fn bin_scale(extent: Vec3A) -> Vec3A {
+    Vec3A::select(
+        extent.cmpgt(Vec3A::ZERO),
+        Vec3A::splat(BINS as f32 * 0.99999) / extent,
+        Vec3A::ZERO,
+    )
+}
+
 /// Adds `b` into `a` (exact: bounds and counts).
-fn merge_bins(mut a: Bins, b: Bins) -> Bins {
+fn merge_bins(a: &mut Bins, b: &Bins) {
     for axis in 0..3 {
         for i in 0..BINS {
             let (a, b) = (&mut a[axis][i], &b[axis][i]);
@@ -378,56 +430,72 @@ fn merge_bins(mut a: Bins, b: Bins) -> Bins {
             a.count += b.count;
         }
     }
-    a
 }
 
-/// Bins `refs` on all three axes (`scale` 0 on an axis without extent).
-fn bin_refs(refs: &[PrimRef], cmin: Vec3A, scale: Vec3A) -> Bins {
+/// Bins `refs` on all three axes (`scale` 0 on an axis without extent) into `out` (empty
+/// bins).
+fn bin_refs(refs: &[PrimRef], cmin: Vec3A, scale: Vec3A, out: &mut Bins) {
     // Two sets of bins, for even and odd references: neighbouring references often fall in
     // the same bins, and alternating sets halves the chains of dependent loads and stores.
     // Merging is exact (min, max and counts), so the result does not change.
-    let mut sets = [[[EMPTY_BIN; BINS]; 3]; 2];
+    let mut odd = [[EMPTY_BIN; BINS]; 3];
     let add = |bins: &mut Bins, r: &PrimRef| {
         // Non-negative (`cmin` is the least of the same sums) and at most about `BINS`.
-        let b = ((r.min + r.max - cmin) * scale).as_ivec3().to_array();
+        let b = bin_of((r.min + r.max - cmin) * scale);
         for axis in 0..3 {
-            let bin = &mut bins[axis][(b[axis] as usize).min(BINS - 1)];
+            let bin = &mut bins[axis][b[axis]];
             bin.min = bin.min.min(r.min);
             bin.max = bin.max.max(r.max);
             bin.count += 1;
         }
     };
-    let (even, odd) = sets.split_at_mut(1);
     let mut pairs = refs.chunks_exact(2);
     for pair in &mut pairs {
-        add(&mut even[0], &pair[0]);
-        add(&mut odd[0], &pair[1]);
+        add(out, &pair[0]);
+        add(&mut odd, &pair[1]);
     }
     for r in pairs.remainder() {
-        add(&mut even[0], r);
+        add(out, r);
     }
-    let [a, b] = sets;
-    merge_bins(a, b)
+    merge_bins(out, &odd);
 }
 
 /// Exact SAH split of a small node: sorts the references by centroid on each axis and
 /// sweeps all `m - 1` positions; leaves `refs` in the order of the best axis.
+///
+/// The axes are sorted one after the other, each starting from the previous order (stable
+/// insertion sorts, so ties keep the order of the previous axis), and the best axis is sorted
+/// again from the last order if it is not the last; the sorts run on (key, index) pairs on
+/// the stack and `refs` is permuted once at the end.
 fn small_split(refs: &mut [PrimRef]) -> (Vec3A, Vec3A, Vec3A, Vec3A, usize) {
     let m = refs.len();
+    debug_assert!((2..=SMALL_NODE).contains(&m));
+    // Doubled centroids per axis.
+    let mut keys = [[0.0f32; SMALL_NODE]; 3];
+    for (i, r) in refs.iter().enumerate() {
+        let c = (r.min + r.max).to_array();
+        for axis in 0..3 {
+            keys[axis][i] = c[axis];
+        }
+    }
+    let mut order: [u8; SMALL_NODE] = std::array::from_fn(|i| i as u8);
+    let order = &mut order[..m];
     let mut best = (f32::INFINITY, 0usize, 1usize);
     let mut right_area = [0.0f32; SMALL_NODE];
-    for axis in 0..3 {
-        sort_on_axis(refs, axis);
+    for (axis, axis_keys) in keys.iter().enumerate() {
+        sort_on_keys(order, axis_keys);
         let (mut lo, mut hi) = (Vec3A::INFINITY, Vec3A::NEG_INFINITY);
         for i in (1..m).rev() {
-            lo = lo.min(refs[i].min);
-            hi = hi.max(refs[i].max);
+            let r = &refs[order[i] as usize];
+            lo = lo.min(r.min);
+            hi = hi.max(r.max);
             right_area[i] = half_area(lo, hi);
         }
         let (mut lo, mut hi) = (Vec3A::INFINITY, Vec3A::NEG_INFINITY);
         for i in 0..m - 1 {
-            lo = lo.min(refs[i].min);
-            hi = hi.max(refs[i].max);
+            let r = &refs[order[i] as usize];
+            lo = lo.min(r.min);
+            hi = hi.max(r.max);
             let c = half_area(lo, hi) * (i + 1) as f32 + right_area[i + 1] * (m - i - 1) as f32;
             if c < best.0 {
                 best = (c, axis, i + 1);
@@ -436,28 +504,28 @@ fn small_split(refs: &mut [PrimRef]) -> (Vec3A, Vec3A, Vec3A, Vec3A, usize) {
     }
     let (_, axis, left_count) = best;
     if axis != 2 {
-        sort_on_axis(refs, axis);
+        sort_on_keys(order, &keys[axis]);
     }
-    let bounds = |s: &[PrimRef]| {
-        s.iter()
-            .fold((Vec3A::INFINITY, Vec3A::NEG_INFINITY), |(lo, hi), r| {
-                (lo.min(r.min), hi.max(r.max))
-            })
-    };
+    let mut sorted = [refs[0]; SMALL_NODE];
+    for (s, &i) in sorted.iter_mut().zip(order.iter()) {
+        *s = refs[i as usize];
+    }
+    refs.copy_from_slice(&sorted[..m]);
     let (lmin, lmax) = bounds(&refs[..left_count]);
     let (rmin, rmax) = bounds(&refs[left_count..]);
     (lmin, lmax, rmin, rmax, left_count)
 }
 
-/// Stable insertion sort by doubled centroid on `axis` (small slices only).
-fn sort_on_axis(refs: &mut [PrimRef], axis: usize) {
-    let key = |r: &PrimRef| r.min[axis] + r.max[axis];
-    for i in 1..refs.len() {
+/// Stable insertion sort of `order` (indices into `keys`) by key.
+fn sort_on_keys(order: &mut [u8], keys: &[f32; SMALL_NODE]) {
+    for i in 1..order.len() {
+        let (o, k) = (order[i], keys[order[i] as usize]);
         let mut j = i;
-        while j > 0 && key(&refs[j - 1]) > key(&refs[j]) {
-            refs.swap(j - 1, j);
+        while j > 0 && keys[order[j - 1] as usize] > k {
+            order[j] = order[j - 1];
             j -= 1;
         }
+        order[j] = o;
     }
 }
 

@@ -8,7 +8,7 @@
 //! collapse for the SAH with costs [`C_BOX`](super::build::C_BOX) per box node visited and
 //! [`C_TRI`](super::build::C_TRI) per triangle tested, not a greedy "open the largest child".
 
-use super::build::Node2;
+use super::build::{BinaryTree, Node2, PrimRef, LEAF};
 use glam::Vec3A;
 
 /// One child slot of a 4-wide node.
@@ -49,64 +49,84 @@ impl Tree4 {
         }
     }
 
-    /// Collapses `bin` (root at index 0) into a 4-wide tree, depth-first.
-    pub fn collapse(bin: &[Node2]) -> Tree4 {
-        let mut tree = Tree4 {
-            nodes: Vec::with_capacity(bin.len() / 3 + 1),
-            leaves: Vec::with_capacity(bin.len() / 2 + 1),
+    /// Collapses the binary tree (over the reordered `refs`) into a 4-wide tree,
+    /// depth-first.
+    pub fn collapse(bin: &BinaryTree, refs: &[PrimRef]) -> Tree4 {
+        let collapser = Collapser {
+            nodes: bin.nodes(),
+            refs,
         };
-        let mut gathered = Vec::with_capacity(4);
-        tree.emit_box(bin, 0, &mut gathered);
+        let mut tree = Tree4 {
+            nodes: Vec::with_capacity(refs.len() / 2 + 1),
+            leaves: Vec::with_capacity(refs.len()),
+        };
+        collapser.emit_box(&mut tree, bin.root);
         tree
     }
+}
 
-    /// Emits binary node `n` as a box node (and, recursively, its subtree); returns its index.
-    fn emit_box(&mut self, bin: &[Node2], n: u32, scratch: &mut Vec<u32>) -> u32 {
-        let index = self.nodes.len() as u32;
-        self.nodes.push(EMPTY_NODE);
-        scratch.clear();
-        let node = &bin[n as usize];
-        if node.is_leaf() {
-            scratch.push(n);
+/// The binary tree being collapsed.
+struct Collapser<'a> {
+    nodes: &'a [Node2],
+    refs: &'a [PrimRef],
+}
+
+impl Collapser<'_> {
+    /// Emits binary child reference `n` as a box node (and, recursively, its subtree);
+    /// returns its index.
+    fn emit_box(&self, tree: &mut Tree4, n: u32) -> u32 {
+        let index = tree.nodes.len() as u32;
+        tree.nodes.push(EMPTY_NODE);
+        let mut children = [0u32; 4];
+        let mut count = 0;
+        if n & LEAF != 0 {
+            children[0] = n;
+            count = 1;
         } else {
+            let node = &self.nodes[n as usize];
             let i = node.split[3];
             let i = if i == 0 { 2 } else { i };
-            gather(bin, node.first, i as usize, scratch);
-            gather(bin, node.second, 4 - i as usize, scratch);
+            self.gather(node.children[0], i as usize, &mut children, &mut count);
+            self.gather(node.children[1], 4 - i as usize, &mut children, &mut count);
         }
-        let children: [Option<u32>; 4] = std::array::from_fn(|s| scratch.get(s).copied());
-        debug_assert!(scratch.len() <= 4);
         let mut inner = [(0usize, 0u32); 4];
         let mut inner_count = 0;
-        for (s, child) in children.iter().enumerate() {
-            let Some(c) = *child else { continue };
-            let cn = &bin[c as usize];
-            self.nodes[index as usize].boxes[s] = (cn.min, cn.max);
-            if cn.is_leaf() {
-                let leaf = self.leaves.len() as u32;
-                self.leaves.push(cn.first);
-                self.nodes[index as usize].slots[s] = Some(Slot::Leaf(leaf));
+        for (s, &c) in children[..count].iter().enumerate() {
+            let out = &mut tree.nodes[index as usize];
+            if c & LEAF != 0 {
+                let r = &self.refs[(c & !LEAF) as usize];
+                out.boxes[s] = (r.min, r.max);
+                out.slots[s] = Some(Slot::Leaf(tree.leaves.len() as u32));
+                tree.leaves.push(r.prim);
             } else {
+                let cn = &self.nodes[c as usize];
+                out.boxes[s] = (Vec3A::from(cn.min), Vec3A::from(cn.max));
                 inner[inner_count] = (s, c);
                 inner_count += 1;
             }
         }
         for &(s, c) in &inner[..inner_count] {
-            let child = self.emit_box(bin, c, scratch);
-            self.nodes[index as usize].slots[s] = Some(Slot::Node(child));
+            let child = self.emit_box(tree, c);
+            tree.nodes[index as usize].slots[s] = Some(Slot::Node(child));
         }
         index
     }
-}
 
-/// Appends the binary nodes that fill `k` slots for subtree `n` (each becomes a slot).
-fn gather(bin: &[Node2], n: u32, k: usize, out: &mut Vec<u32>) {
-    let node = &bin[n as usize];
-    let split = node.split[k - 1] as usize;
-    if node.is_leaf() || split == 0 {
-        out.push(n);
-    } else {
-        gather(bin, node.first, split, out);
-        gather(bin, node.second, k - split, out);
+    /// Appends the binary child references that fill `k` slots for subtree `n` (each
+    /// becomes a slot).
+    fn gather(&self, n: u32, k: usize, out: &mut [u32; 4], count: &mut usize) {
+        let split = if n & LEAF != 0 {
+            0
+        } else {
+            self.nodes[n as usize].split[k - 1] as usize
+        };
+        if split == 0 {
+            out[*count] = n;
+            *count += 1;
+        } else {
+            let node = &self.nodes[n as usize];
+            self.gather(node.children[0], split, out, count);
+            self.gather(node.children[1], k - split, out, count);
+        }
     }
 }

@@ -221,8 +221,8 @@ pub fn build(mesh: &Mesh, options: &BuildOptions) -> Result<BuiltBvh> {
     let tree = if refs.is_empty() {
         collapse::Tree4::empty()
     } else {
-        let nodes = build::build_binary(&mut refs);
-        collapse::Tree4::collapse(&nodes)
+        let binary = build::build_binary(&mut refs);
+        collapse::Tree4::collapse(&binary, &refs)
     };
     let build_seconds = start.elapsed().as_secs_f64();
     let start = Instant::now();
