@@ -117,6 +117,7 @@ type VertexBits = u128;
 /// finite triangles reach the encoder).
 const FREE_VERTEX: VertexBits = u128::MAX;
 
+#[inline]
 fn vertex_bits(v: [f32; 3]) -> VertexBits {
     v[0].to_bits() as u128 | (v[1].to_bits() as u128) << 32 | (v[2].to_bits() as u128) << 64
 }
@@ -125,7 +126,11 @@ fn vertex_f32(v: VertexBits) -> [f32; 3] {
     if v == FREE_VERTEX {
         [f32::NAN; 3]
     } else {
-        [0, 32, 64].map(|shift| f32::from_bits((v >> shift) as u32))
+        [
+            f32::from_bits(v as u32),
+            f32::from_bits((v >> 32) as u32),
+            f32::from_bits((v >> 64) as u32),
+        ]
     }
 }
 
@@ -172,7 +177,7 @@ impl Pack {
         // the rotations that put one of its copies of V2 there.
         let centre = self.verts[2];
         debug_assert!(centre != FREE_VERTEX);
-        let is_centre = tri.map(|v| v == centre);
+        let is_centre = [tri[0] == centre, tri[1] == centre, tri[2] == centre];
         if is_centre == [false; 3] {
             return None;
         }
@@ -247,25 +252,38 @@ struct LeafVertices {
 fn pack_leaves(tree: &Tree4, mesh: &Mesh, max_per_node: u8) -> (Vec<Pack>, Vec<(u32, u8)>) {
     let mut packs: Vec<Pack> = Vec::with_capacity(tree.leaves.len() / max_per_node as usize + 1);
     let mut place = Vec::with_capacity(tree.leaves.len());
-    // Vertex bit patterns of every leaf, gathered once (the look-ahead reads them again).
-    let leaves: Vec<LeafVertices> = tree
-        .leaves
-        .par_iter()
-        .with_min_len(4096)
-        .map(|&prim| {
-            let bits = mesh.triangle(prim).map(vertex_bits);
-            debug_assert!(!bits.contains(&FREE_VERTEX));
-            LeafVertices {
-                bits,
-                fingerprints: bits.map(fingerprint),
-            }
-        })
-        .collect();
+    // Vertex bit patterns of the current leaf and the next `PACK_WINDOW` ones (the
+    // look-ahead), leaf l at `ring[l % RING]`, read from the mesh once each.
+    const RING: usize = 2 * PACK_WINDOW;
+    let leaf_vertices = |l: usize| {
+        let [a, b, c] = mesh.triangle(tree.leaves[l]);
+        let bits = [vertex_bits(a), vertex_bits(b), vertex_bits(c)];
+        debug_assert!(!bits.contains(&FREE_VERTEX));
+        LeafVertices {
+            bits,
+            fingerprints: [
+                fingerprint(bits[0]),
+                fingerprint(bits[1]),
+                fingerprint(bits[2]),
+            ],
+        }
+    };
+    let n = tree.leaves.len();
+    let mut ring = [LeafVertices {
+        bits: [FREE_VERTEX; 3],
+        fingerprints: [0; 3],
+    }; RING];
+    for l in 0..PACK_WINDOW.min(n) {
+        ring[l % RING] = leaf_vertices(l);
+    }
     // Fingerprint of the centre (V2, set when a node is opened and never changed) of pack
     // p at `centres[p % PACK_WINDOW]`, for the packs of the window.
     let mut centres = [0u32; PACK_WINDOW];
     for (leaf, &prim) in tree.leaves.iter().enumerate() {
-        let tri = leaves[leaf];
+        if leaf + PACK_WINDOW < n {
+            ring[(leaf + PACK_WINDOW) % RING] = leaf_vertices(leaf + PACK_WINDOW);
+        }
+        let tri = ring[leaf % RING];
         let mut placed = None;
         if max_per_node > 1 {
             let lo = packs.len().saturating_sub(PACK_WINDOW);
@@ -298,10 +316,9 @@ fn pack_leaves(tree: &Tree4, mesh: &Mesh, max_per_node: u8) -> (Vec<Pack>, Vec<(
             let mut best_r = 0;
             if max_per_node > 1 {
                 let mut best_count = 0;
-                let ahead = &leaves[leaf + 1..(leaf + 1 + PACK_WINDOW).min(leaves.len())];
                 // counts[j]: look-ahead triangles with this triangle's vertex j.
                 let mut counts = [0usize; 3];
-                for t in ahead {
+                for t in (leaf + 1..(leaf + 1 + PACK_WINDOW).min(n)).map(|l| &ring[l % RING]) {
                     for (j, count) in counts.iter_mut().enumerate() {
                         let f = tri.fingerprints[j];
                         if t.fingerprints.contains(&f) && t.bits.contains(&tri.bits[j]) {
@@ -436,13 +453,56 @@ fn f16_directed(x: f32, up: bool) -> (u16, f32) {
 /// -inf, max toward +inf) and the f32 box the hardware sees.
 #[inline]
 fn f16_box(min: Vec3A, max: Vec3A) -> ([u16; 6], ([f32; 3], [f32; 3])) {
-    let (lo, hi) = (min.to_array(), max.to_array());
-    let l = lo.map(|c| f16_directed(c, false));
-    let h = hi.map(|c| f16_directed(c, true));
-    (
-        [l[0].0, l[1].0, l[2].0, h[0].0, h[1].0, h[2].0],
-        (l.map(|c| c.1), h.map(|c| c.1)),
-    )
+    if let (Some((lo, lof)), Some((hi, hif))) = (f16_lanes(min, false), f16_lanes(max, true)) {
+        return ([lo[0], lo[1], lo[2], hi[0], hi[1], hi[2]], (lof, hif));
+    }
+    let (x0, x0f) = f16_directed(min.x, false);
+    let (y0, y0f) = f16_directed(min.y, false);
+    let (z0, z0f) = f16_directed(min.z, false);
+    let (x1, x1f) = f16_directed(max.x, true);
+    let (y1, y1f) = f16_directed(max.y, true);
+    let (z1, z1f) = f16_directed(max.z, true);
+    ([x0, y0, z0, x1, y1, z1], ([x0f, y0f, z0f], [x1f, y1f, z1f]))
+}
+
+/// The short path of [`f16_directed`] on the three lanes of `v` at once, `None` unless all
+/// three take it (2^-14 <= |c| < 65504).
+#[inline]
+fn f16_lanes(v: Vec3A, up: bool) -> Option<([u16; 3], [f32; 3])> {
+    use wide::i32x4;
+    let c = v.to_array();
+    let bits = i32x4::new([
+        c[0].to_bits() as i32,
+        c[1].to_bits() as i32,
+        c[2].to_bits() as i32,
+        0x3f80_0000,
+    ]);
+    let abs = bits & i32x4::splat(0x7fff_ffff);
+    // abs >= 2^-14 and abs < 65504 on every lane.
+    let below = abs.simd_lt(i32x4::splat(0x3880_0000));
+    let above = abs.simd_gt(i32x4::splat(0x477f_dfff));
+    if (below | above).to_bitmask() != 0 {
+        return None;
+    }
+    // away = up == (x >= 0): the rounding direction points away from zero.
+    let negative = bits.simd_lt(i32x4::splat(0));
+    let away = if up { !negative } else { negative };
+    let inexact = !(bits & i32x4::splat(0x1fff)).simd_eq(i32x4::splat(0));
+    // rounded = (bits & !0x1fff) + (inexact && away) << 13
+    let rounded = (bits & i32x4::splat(!0x1fff)) + (inexact & away & i32x4::splat(0x2000));
+    // h = sign >> 16 | (|rounded| - 0x3800_0000) >> 13
+    let h: i32x4 = ((rounded >> 16_i32) & i32x4::splat(0x8000))
+        | (((rounded & i32x4::splat(0x7fff_ffff)) - i32x4::splat(0x3800_0000)) >> 13_i32);
+    let h = h.to_array();
+    let r = rounded.to_array();
+    Some((
+        [h[0] as u16, h[1] as u16, h[2] as u16],
+        [
+            f32::from_bits(r[0] as u32),
+            f32::from_bits(r[1] as u32),
+            f32::from_bits(r[2] as u32),
+        ],
+    ))
 }
 
 /// The f32 box as the hardware will see it for a node of type `fp16`.
@@ -673,7 +733,13 @@ pub fn encode(
     });
     for (o, pack) in packs.iter().enumerate() {
         let mut node = TriangleNode {
-            vertices: pack.verts.map(vertex_f32),
+            vertices: [
+                vertex_f32(pack.verts[0]),
+                vertex_f32(pack.verts[1]),
+                vertex_f32(pack.verts[2]),
+                vertex_f32(pack.verts[3]),
+                vertex_f32(pack.verts[4]),
+            ],
             word: 0,
         };
         let mut ij = IjControl(0);
@@ -787,6 +853,39 @@ mod tests {
                     h.to_f32().to_bits(),
                     "{h:?}"
                 );
+            }
+        }
+        // The three-lane path (taken when every lane is a normal binary16 below 65504)
+        // agrees with the scalar one.
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            // Mostly moderate magnitudes, some tiny, huge and zero ones.
+            let x = f32::from_bits(state as u32);
+            match state >> 61 {
+                0 => 0.0,
+                1 | 2 => x,
+                _ => ((state >> 8) as u32 as f32 / u32::MAX as f32 - 0.5) * 2000.0,
+            }
+        };
+        for _ in 0..200_000 {
+            let min = Vec3A::new(next(), next(), next());
+            let max = Vec3A::new(next(), next(), next());
+            if min.is_nan() || max.is_nan() {
+                continue;
+            }
+            let (bits, (lo, hi)) = f16_box(min, max);
+            let scalar: Vec<(u16, f32)> = min
+                .to_array()
+                .iter()
+                .map(|&c| f16_directed(c, false))
+                .chain(max.to_array().iter().map(|&c| f16_directed(c, true)))
+                .collect();
+            let values = [lo, hi].concat();
+            for i in 0..6 {
+                assert_eq!(bits[i], scalar[i].0, "{min} {max}");
+                assert_eq!(values[i].to_bits(), scalar[i].1.to_bits(), "{min} {max}");
             }
         }
         for h in 0..=u16::MAX {

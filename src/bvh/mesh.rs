@@ -84,8 +84,14 @@ impl Mesh {
     }
 
     /// The three vertex positions of triangle `prim_id`, in the mesh's own order.
+    #[inline]
     pub fn triangle(&self, prim_id: u32) -> [[f32; 3]; 3] {
-        self.indices[prim_id as usize].map(|i| self.positions[i as usize])
+        let [a, b, c] = self.indices[prim_id as usize];
+        [
+            self.positions[a as usize],
+            self.positions[b as usize],
+            self.positions[c as usize],
+        ]
     }
 
     /// Number of triangles.
