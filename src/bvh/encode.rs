@@ -247,16 +247,62 @@ struct LeafVertices {
     fingerprints: [u32; 3],
 }
 
-/// Packs the leaves (in order) into triangle nodes. Returns the packs and, per leaf, its
-/// (pack, slot k).
-fn pack_leaves(tree: &Tree4, mesh: &Mesh, max_per_node: u8) -> (Vec<Pack>, Vec<(u32, u8)>) {
-    let mut packs: Vec<Pack> = Vec::with_capacity(tree.leaves.len() / max_per_node as usize + 1);
-    let mut place = Vec::with_capacity(tree.leaves.len());
+/// Leaves packed as one independent run: the leaves of the whole tree are cut into runs of
+/// this many, packed in parallel; a run's triangles never share a node with another run's
+/// (so the image is the same for any thread count).
+const PACK_RUN: usize = 1 << 14;
+
+/// The triangle nodes of a run of leaves and, per leaf of the run, (pack index within the
+/// run, slot k).
+type Run = (Vec<Pack>, Vec<(u32, u8)>);
+
+/// The triangle nodes of all runs of leaves.
+struct Packing {
+    /// Per run: its packs and, per leaf of the run, (pack index within the run, slot k).
+    runs: Vec<Run>,
+    /// Per run: the index (triangle node ordinal) of its first pack.
+    first: Vec<u32>,
+}
+
+impl Packing {
+    fn new(runs: Vec<Run>) -> Packing {
+        let mut first = Vec::with_capacity(runs.len());
+        let mut total = 0u32;
+        for (packs, _) in &runs {
+            first.push(total);
+            total += packs.len() as u32;
+        }
+        Packing { runs, first }
+    }
+
+    /// Number of packs (triangle nodes).
+    fn len(&self) -> usize {
+        self.runs.iter().map(|(packs, _)| packs.len()).sum()
+    }
+
+    /// The pack (triangle node ordinal) and slot of leaf `l`.
+    fn place(&self, l: u32) -> (u32, u8) {
+        let run = l as usize / PACK_RUN;
+        let (p, k) = self.runs[run].1[l as usize % PACK_RUN];
+        (self.first[run] + p, k)
+    }
+
+    /// All packs in ordinal order.
+    fn iter(&self) -> impl Iterator<Item = &Pack> {
+        self.runs.iter().flat_map(|(packs, _)| packs.iter())
+    }
+}
+
+/// Packs a run of leaves (in order) into triangle nodes. Returns the packs and, per leaf,
+/// its (pack, slot k).
+fn pack_leaves(leaves: &[u32], mesh: &Mesh, max_per_node: u8) -> Run {
+    let mut packs: Vec<Pack> = Vec::with_capacity(leaves.len() / 2 + 1);
+    let mut place = Vec::with_capacity(leaves.len());
     // Vertex bit patterns of the current leaf and the next `PACK_WINDOW` ones (the
     // look-ahead), leaf l at `ring[l % RING]`, read from the mesh once each.
     const RING: usize = 2 * PACK_WINDOW;
     let leaf_vertices = |l: usize| {
-        let [a, b, c] = mesh.triangle(tree.leaves[l]);
+        let [a, b, c] = mesh.triangle(leaves[l]);
         let bits = [vertex_bits(a), vertex_bits(b), vertex_bits(c)];
         debug_assert!(!bits.contains(&FREE_VERTEX));
         LeafVertices {
@@ -268,7 +314,7 @@ fn pack_leaves(tree: &Tree4, mesh: &Mesh, max_per_node: u8) -> (Vec<Pack>, Vec<(
             ],
         }
     };
-    let n = tree.leaves.len();
+    let n = leaves.len();
     let mut ring = [LeafVertices {
         bits: [FREE_VERTEX; 3],
         fingerprints: [0; 3],
@@ -279,7 +325,7 @@ fn pack_leaves(tree: &Tree4, mesh: &Mesh, max_per_node: u8) -> (Vec<Pack>, Vec<(
     // Fingerprint of the centre (V2, set when a node is opened and never changed) of pack
     // p at `centres[p % PACK_WINDOW]`, for the packs of the window.
     let mut centres = [0u32; PACK_WINDOW];
-    for (leaf, &prim) in tree.leaves.iter().enumerate() {
+    for (leaf, &prim) in leaves.iter().enumerate() {
         if leaf + PACK_WINDOW < n {
             ring[(leaf + PACK_WINDOW) % RING] = leaf_vertices(leaf + PACK_WINDOW);
         }
@@ -351,10 +397,10 @@ fn pack_leaves(tree: &Tree4, mesh: &Mesh, max_per_node: u8) -> (Vec<Pack>, Vec<(
 }
 
 /// One pack per cluster, in leaf order; leaf l is pointed at with type `count - 1`.
-fn cluster_packs(tree: &Tree4, mesh: &Mesh, clusters: &[Cluster]) -> (Vec<Pack>, Vec<(u32, u8)>) {
-    let mut packs = Vec::with_capacity(tree.leaves.len());
-    let mut place = Vec::with_capacity(tree.leaves.len());
-    for (l, &ci) in tree.leaves.iter().enumerate() {
+fn cluster_packs(leaves: &[u32], mesh: &Mesh, clusters: &[Cluster]) -> (Vec<Pack>, Vec<(u32, u8)>) {
+    let mut packs = Vec::with_capacity(leaves.len());
+    let mut place = Vec::with_capacity(leaves.len());
+    for (l, &ci) in leaves.iter().enumerate() {
         let c = &clusters[ci as usize];
         let mut pack = EMPTY_PACK;
         for k in 0..c.count as usize {
@@ -527,10 +573,15 @@ pub fn encode(
     options: &BuildOptions,
     clusters: Option<&[Cluster]>,
 ) -> Result<(BvhImage, Metrics)> {
-    let (packs, leaf_place) = match clusters {
-        None => pack_leaves(tree, mesh, options.triangles_per_node),
-        Some(clusters) => cluster_packs(tree, mesh, clusters),
-    };
+    let runs = tree
+        .leaves
+        .par_chunks(PACK_RUN)
+        .map(|leaves| match clusters {
+            None => pack_leaves(leaves, mesh, options.triangles_per_node),
+            Some(clusters) => cluster_packs(leaves, mesh, clusters),
+        })
+        .collect();
+    let packs = Packing::new(runs);
     let chains = clusters.is_some();
 
     // Box formats.
@@ -564,7 +615,7 @@ pub fn encode(
         *next_block += if fp16[n] { 1 } else { 2 };
         for slot in tree.nodes[n].slots.iter().flatten() {
             if let Slot::Leaf(l) = *slot {
-                let p = leaf_place[l as usize].0 as usize;
+                let p = packs.place(l).0 as usize;
                 if pack_block[p] == UNPLACED {
                     pack_block[p] = *next_block as u32;
                     *next_block += 1;
@@ -612,7 +663,7 @@ pub fn encode(
         NodePointer::new(node_block[n] as u64, ty).to_u32()
     };
     let leaf_pointer = |l: u32| {
-        let (p, k) = leaf_place[l as usize];
+        let (p, k) = packs.place(l);
         NodePointer::new(
             pack_block[p as usize] as u64,
             NodeType::triangle(k as usize),
@@ -660,7 +711,7 @@ pub fn encode(
                     node_pointer(c)
                 }
                 Slot::Leaf(l) => {
-                    let (p, k) = leaf_place[l as usize];
+                    let (p, k) = packs.place(l);
                     let first = if chains { 0 } else { k };
                     for j in first..=k {
                         slot_parent[4 * p as usize + j as usize] = here;
