@@ -121,13 +121,35 @@ pub fn build_binary(refs: &mut [PrimRef]) -> BinaryTree {
     assert!(!refs.is_empty());
     let mut words = vec![[0u32; 9]; refs.len() - 1];
     let nodes: &mut [Node2] = bytemuck::cast_slice_mut(&mut words);
-    let (mut min, mut max) = (Vec3A::INFINITY, Vec3A::NEG_INFINITY);
-    for r in refs.iter() {
-        min = min.min(r.min);
-        max = max.max(r.max);
-    }
+    // Bounds and (doubled) centroid bounds in one pass, in chunks of a fixed size merged in
+    // order (min and max are exact: the same for any thread count).
+    let empty = [
+        Vec3A::INFINITY,
+        Vec3A::NEG_INFINITY,
+        Vec3A::INFINITY,
+        Vec3A::NEG_INFINITY,
+    ];
+    let merge = |a: [Vec3A; 4], b: [Vec3A; 4]| {
+        [
+            a[0].min(b[0]),
+            a[1].max(b[1]),
+            a[2].min(b[2]),
+            a[3].max(b[3]),
+        ]
+    };
+    let [min, max, cmin, cmax] = refs
+        .par_chunks(PARALLEL_BINNING / 4)
+        .map(|chunk| {
+            chunk.iter().fold(empty, |[lo, hi, clo, chi], r| {
+                let c = r.min + r.max;
+                [lo.min(r.min), hi.max(r.max), clo.min(c), chi.max(c)]
+            })
+        })
+        .collect::<Vec<_>>()
+        .into_iter()
+        .fold(empty, merge);
     let root = if refs.len() == 1 { LEAF } else { 0 };
-    build_rec(refs, nodes, 0, 0, min, max, 0, None);
+    build_rec(refs, nodes, 0, 0, min, max, 0, Some((cmin, cmax)));
     BinaryTree { words, root }
 }
 
@@ -470,6 +492,24 @@ fn bin_refs(refs: &[PrimRef], cmin: Vec3A, scale: Vec3A, out: &mut Bins) {
 fn small_split(refs: &mut [PrimRef]) -> (Vec3A, Vec3A, Vec3A, Vec3A, usize) {
     let m = refs.len();
     debug_assert!((2..=SMALL_NODE).contains(&m));
+    if m == 2 {
+        // Both orders cost the same (one reference per side, and the sum commutes), so the
+        // sweep keeps axis 0 and the result is the order of the four stable sorts (axes 0,
+        // 1, 2, then 0 again): two-element sorts are one compare-and-swap each.
+        let (a, b) = (refs[0].min + refs[0].max, refs[1].min + refs[1].max);
+        let (a, b) = (a.to_array(), b.to_array());
+        let mut swapped = false;
+        for axis in [0, 1, 2, 0] {
+            let (first, second) = if swapped { (b, a) } else { (a, b) };
+            if first[axis] > second[axis] {
+                swapped = !swapped;
+            }
+        }
+        if swapped {
+            refs.swap(0, 1);
+        }
+        return (refs[0].min, refs[0].max, refs[1].min, refs[1].max, 1);
+    }
     // Doubled centroids per axis.
     let mut keys = [[0.0f32; SMALL_NODE]; 3];
     for (i, r) in refs.iter().enumerate() {
