@@ -228,6 +228,12 @@ const V2_POSITION: [usize; 4] = {
     p
 };
 
+/// Marks a triangle node (pack ordinal) in the memory order of the encoder.
+const PACK_ITEM: u32 = 1 << 31;
+
+/// Nodes written by one parallel task of the encoder.
+const WRITE_PIECE: usize = 4096;
+
 /// How many recently opened triangle nodes a triangle may join.
 const PACK_WINDOW: usize = 8;
 
@@ -610,14 +616,18 @@ pub fn encode(
     let mut node_block = vec![UNPLACED; tree.nodes.len()];
     let mut pack_block = vec![UNPLACED; packs.len()];
     let mut next_block: u64 = 0;
+    // Box nodes (n) and triangle nodes (PACK_ITEM | o) in memory order.
+    let mut order: Vec<u32> = Vec::with_capacity(tree.nodes.len() + packs.len());
     let mut place_node = |n: usize, next_block: &mut u64, pack_block: &mut Vec<u32>| {
         node_block[n] = *next_block as u32;
+        order.push(n as u32);
         *next_block += if fp16[n] { 1 } else { 2 };
         for slot in tree.nodes[n].slots.iter().flatten() {
             if let Slot::Leaf(l) = *slot {
                 let p = packs.place(l).0 as usize;
                 if pack_block[p] == UNPLACED {
                     pack_block[p] = *next_block as u32;
+                    order.push(PACK_ITEM | p as u32);
                     *next_block += 1;
                 }
             }
@@ -673,42 +683,22 @@ pub fn encode(
 
     let mut bytes = vec![0u8; blocks * 64];
     let mut triangle_node_ordinal = vec![u32::MAX; blocks];
-    let mut slot_primitive = vec![u32::MAX; 4 * packs.len()];
     let mut box_parent = vec![NodePointer::INVALID; blocks];
     let mut slot_parent = vec![NodePointer::INVALID; 4 * packs.len()];
     let mut metrics = Metrics::default();
 
-    // Box nodes.
+    // Links (serial, cheap): parents, depth and slot counts.
     let mut depth = vec![0u32; tree.nodes.len()];
     depth[0] = 1;
-    let mut root_area = 0.0f32;
-    // Box-node visit cost: the root is always visited; others when their parent slot is hit.
-    let mut sah = C_BOX as f64;
     for (n, node) in tree.nodes.iter().enumerate() {
-        let is16 = fp16[n];
         let here = node_pointer(n);
-        let mut children = [NodePointer::INVALID; 4];
-        let mut boxes = [([f32::NAN; 3], [f32::NAN; 3]); 4];
-        let mut box_bits = [[f16::NAN.to_bits(); 6]; 4];
-        let mut slots_used = 0;
-        let mut leaf_tris = [1u32; 4];
-        for s in 0..4 {
-            let Some(slot) = node.slots[s] else { continue };
-            slots_used += 1;
-            let (lo, hi) = node.boxes[s];
-            boxes[s] = if is16 {
-                let (bits, stored) = f16_box(lo, hi);
-                box_bits[s] = bits;
-                stored
-            } else {
-                (lo.to_array(), hi.to_array())
-            };
-            children[s] = match slot {
+        for slot in node.slots.iter().flatten() {
+            metrics.box_slots_used += 1;
+            match *slot {
                 Slot::Node(c) => {
                     let c = c as usize;
                     box_parent[node_block[c] as usize] = here;
                     depth[c] = depth[n] + 1;
-                    node_pointer(c)
                 }
                 Slot::Leaf(l) => {
                     let (p, k) = packs.place(l);
@@ -716,64 +706,46 @@ pub fn encode(
                     for j in first..=k {
                         slot_parent[4 * p as usize + j as usize] = here;
                     }
-                    leaf_tris[s] = k as u32 + 1 - first as u32;
-                    leaf_pointer(l)
-                }
-            };
-        }
-        // Metrics for this node.
-        let area_of = |s: usize| half_area_arr(&boxes[s]);
-        if n == 0 {
-            let (mut lo, mut hi) = (Vec3A::INFINITY, Vec3A::NEG_INFINITY);
-            for s in 0..4 {
-                if node.slots[s].is_some() {
-                    lo = lo.min(Vec3A::from(boxes[s].0));
-                    hi = hi.max(Vec3A::from(boxes[s].1));
                 }
             }
-            root_area = half_area(lo, hi);
         }
-        for s in 0..4 {
-            match node.slots[s] {
-                Some(Slot::Node(_)) => sah += (C_BOX * area_of(s)) as f64 / root_area as f64,
-                Some(Slot::Leaf(_)) => {
-                    sah += (C_TRI * leaf_tris[s] as f32 * area_of(s)) as f64 / root_area as f64
-                }
-                None => {}
-            }
-        }
-        metrics.box_slots_used += slots_used;
         metrics.max_depth = metrics.max_depth.max(depth[n] as usize);
-        if is16 {
-            metrics.box16_nodes += 1;
-        } else {
-            metrics.box32_nodes += 1;
-        }
-
-        let offset = node_block[n] as usize * 64;
-        if is16 {
-            let b = BoxNodeF16 {
-                children,
-                boxes: box_bits,
-            };
-            bytes[offset..offset + 64].copy_from_slice(bytemuck::bytes_of(&b));
-        } else {
-            let b = BoxNodeF32 {
-                children,
-                boxes: std::array::from_fn(|s| {
-                    let (lo, hi) = boxes[s];
-                    [lo[0], lo[1], lo[2], hi[0], hi[1], hi[2]]
-                }),
-                user: [0; 4],
-            };
-            bytes[offset..offset + 128].copy_from_slice(bytemuck::bytes_of(&b));
-        }
     }
-    if tree.leaves.is_empty() {
-        sah = C_BOX as f64;
-    }
+    let slot_primitive: Vec<u32> = packs
+        .iter()
+        .flat_map(|pack| pack.used.map(|(prim, _)| prim))
+        .collect();
 
-    // Triangle nodes.
+    // The child boxes of box node n as the hardware sees them, and their binary16 bits.
+    let stored_boxes = |n: usize| {
+        let node = &tree.nodes[n];
+        let mut boxes = [([f32::NAN; 3], [f32::NAN; 3]); 4];
+        let mut box_bits = [[f16::NAN.to_bits(); 6]; 4];
+        for s in 0..4 {
+            if node.slots[s].is_some() {
+                let (lo, hi) = node.boxes[s];
+                boxes[s] = if fp16[n] {
+                    let (bits, stored) = f16_box(lo, hi);
+                    box_bits[s] = bits;
+                    stored
+                } else {
+                    (lo.to_array(), hi.to_array())
+                };
+            }
+        }
+        (boxes, box_bits)
+    };
+    let root_area = {
+        let (boxes, _) = stored_boxes(0);
+        let (mut lo, mut hi) = (Vec3A::INFINITY, Vec3A::NEG_INFINITY);
+        for s in 0..4 {
+            if tree.nodes[0].slots[s].is_some() {
+                lo = lo.min(Vec3A::from(boxes[s].0));
+                hi = hi.max(Vec3A::from(boxes[s].1));
+            }
+        }
+        half_area(lo, hi)
+    };
     // The IJ nibble of slot k holding a triangle with rotation r.
     let nibbles: [[u8; 3]; 4] = std::array::from_fn(|k| {
         let hw = TRIANGLE_VERTICES[k];
@@ -782,34 +754,129 @@ pub fn encode(
             ij_nibble(k, order).expect("a rotation of the slot")
         })
     });
-    for (o, pack) in packs.iter().enumerate() {
-        let mut node = TriangleNode {
-            vertices: [
-                vertex_f32(pack.verts[0]),
-                vertex_f32(pack.verts[1]),
-                vertex_f32(pack.verts[2]),
-                vertex_f32(pack.verts[3]),
-                vertex_f32(pack.verts[4]),
-            ],
-            word: 0,
-        };
-        let mut ij = IjControl(0);
-        for (k, &(prim, r)) in pack.used.iter().enumerate() {
-            if prim == u32::MAX {
-                continue;
-            }
-            slot_primitive[4 * o + k] = prim;
-            ij = ij.with_nibble(k, nibbles[k][r as usize]);
+    let pack_list: Vec<&Pack> = packs.iter().collect();
+
+    // Node bytes, in parallel over pieces of the memory order (each piece owns the block
+    // range from its first node to the next piece's first node).
+    let item_block = |item: u32| {
+        if item & PACK_ITEM != 0 {
+            pack_block[(item & !PACK_ITEM) as usize] as usize
+        } else {
+            node_block[item as usize] as usize
         }
-        node.word = match options.return_mode {
-            TriangleReturnMode::TriangleId => 4 * o as u32,
-            TriangleReturnMode::Barycentrics => ij.0,
-        };
-        let block = pack_block[o] as usize;
-        triangle_node_ordinal[block] = o as u32;
-        bytes[block * 64..block * 64 + 64].copy_from_slice(bytemuck::bytes_of(&node));
-        metrics.triangles_per_node_histogram[pack.count as usize] += 1;
-        metrics.triangle_nodes += 1;
+    };
+    let pieces: Vec<&[u32]> = order.chunks(WRITE_PIECE).collect();
+    let mut slices = Vec::with_capacity(pieces.len());
+    let (mut rest_bytes, mut rest_ordinals) = (&mut bytes[..], &mut triangle_node_ordinal[..]);
+    for (i, piece) in pieces.iter().enumerate() {
+        let end = pieces.get(i + 1).map_or(blocks, |next| item_block(next[0]));
+        let count = end - item_block(piece[0]);
+        let (b, rb) = rest_bytes.split_at_mut(count * 64);
+        let (o, ro) = rest_ordinals.split_at_mut(count);
+        (rest_bytes, rest_ordinals) = (rb, ro);
+        slices.push((b, o));
+    }
+    /// What a piece measured.
+    #[derive(Default)]
+    struct PieceMetrics {
+        sah: f64,
+        box16: usize,
+        box32: usize,
+        histogram: [usize; 5],
+    }
+    let measured: Vec<PieceMetrics> = pieces
+        .into_par_iter()
+        .zip(slices.into_par_iter())
+        .map(|(piece, (bytes, ordinals))| {
+            let start = item_block(piece[0]);
+            let mut m = PieceMetrics::default();
+            for &item in piece {
+                let offset = (item_block(item) - start) * 64;
+                if item & PACK_ITEM != 0 {
+                    let o = (item & !PACK_ITEM) as usize;
+                    let pack = pack_list[o];
+                    let mut node = TriangleNode {
+                        vertices: [
+                            vertex_f32(pack.verts[0]),
+                            vertex_f32(pack.verts[1]),
+                            vertex_f32(pack.verts[2]),
+                            vertex_f32(pack.verts[3]),
+                            vertex_f32(pack.verts[4]),
+                        ],
+                        word: 0,
+                    };
+                    let mut ij = IjControl(0);
+                    for (k, &(prim, r)) in pack.used.iter().enumerate() {
+                        if prim != u32::MAX {
+                            ij = ij.with_nibble(k, nibbles[k][r as usize]);
+                        }
+                    }
+                    node.word = match options.return_mode {
+                        TriangleReturnMode::TriangleId => 4 * o as u32,
+                        TriangleReturnMode::Barycentrics => ij.0,
+                    };
+                    ordinals[offset / 64] = o as u32;
+                    bytes[offset..offset + 64].copy_from_slice(bytemuck::bytes_of(&node));
+                    m.histogram[pack.count as usize] += 1;
+                    continue;
+                }
+                let n = item as usize;
+                let node = &tree.nodes[n];
+                let (boxes, box_bits) = stored_boxes(n);
+                let mut children = [NodePointer::INVALID; 4];
+                for s in 0..4 {
+                    let Some(slot) = node.slots[s] else { continue };
+                    let area = half_area_arr(&boxes[s]);
+                    match slot {
+                        Slot::Node(c) => {
+                            children[s] = node_pointer(c as usize);
+                            m.sah += (C_BOX * area) as f64 / root_area as f64;
+                        }
+                        Slot::Leaf(l) => {
+                            let (_, k) = packs.place(l);
+                            let first = if chains { 0 } else { k };
+                            let tris = k as u32 + 1 - first as u32;
+                            children[s] = leaf_pointer(l);
+                            m.sah += (C_TRI * tris as f32 * area) as f64 / root_area as f64;
+                        }
+                    }
+                }
+                if fp16[n] {
+                    m.box16 += 1;
+                    let b = BoxNodeF16 {
+                        children,
+                        boxes: box_bits,
+                    };
+                    bytes[offset..offset + 64].copy_from_slice(bytemuck::bytes_of(&b));
+                } else {
+                    m.box32 += 1;
+                    let b = BoxNodeF32 {
+                        children,
+                        boxes: std::array::from_fn(|s| {
+                            let (lo, hi) = boxes[s];
+                            [lo[0], lo[1], lo[2], hi[0], hi[1], hi[2]]
+                        }),
+                        user: [0; 4],
+                    };
+                    bytes[offset..offset + 128].copy_from_slice(bytemuck::bytes_of(&b));
+                }
+            }
+            m
+        })
+        .collect();
+    // Box-node visit cost: the root is always visited; others when their parent slot is hit.
+    let mut sah = C_BOX as f64;
+    for m in &measured {
+        sah += m.sah;
+        metrics.box16_nodes += m.box16;
+        metrics.box32_nodes += m.box32;
+        for i in 0..5 {
+            metrics.triangles_per_node_histogram[i] += m.histogram[i];
+        }
+    }
+    metrics.triangle_nodes = packs.len();
+    if tree.leaves.is_empty() {
+        sah = C_BOX as f64;
     }
 
     let descriptor = BvhDescriptor {
