@@ -304,7 +304,7 @@ impl Packing {
 fn pack_leaves(leaves: &[u32], mesh: &Mesh, max_per_node: u8) -> Run {
     let mut packs: Vec<Pack> = Vec::with_capacity(leaves.len() / 2 + 1);
     let mut place = Vec::with_capacity(leaves.len());
-    // Vertex bit patterns of the current leaf and the next `PACK_WINDOW` ones (the
+    // Vertex bit patterns of the current leaf and at least the next `PACK_WINDOW` ones (the
     // look-ahead), leaf l at `ring[l % RING]`, read from the mesh once each.
     const RING: usize = 2 * PACK_WINDOW;
     let leaf_vertices = |l: usize| {
@@ -332,8 +332,12 @@ fn pack_leaves(leaves: &[u32], mesh: &Mesh, max_per_node: u8) -> Run {
     // p at `centres[p % PACK_WINDOW]`, for the packs of the window.
     let mut centres = [0u32; PACK_WINDOW];
     for (leaf, &prim) in leaves.iter().enumerate() {
-        if leaf + PACK_WINDOW < n {
-            ring[(leaf + PACK_WINDOW) % RING] = leaf_vertices(leaf + PACK_WINDOW);
+        if leaf % PACK_WINDOW == 0 {
+            // The next `PACK_WINDOW` leaves, read in one batch so that the (scattered) mesh
+            // reads overlap.
+            for l in leaf + PACK_WINDOW..(leaf + 2 * PACK_WINDOW).min(n) {
+                ring[l % RING] = leaf_vertices(l);
+            }
         }
         let tri = ring[leaf % RING];
         let mut placed = None;
