@@ -189,8 +189,10 @@ pub fn build(mesh: &Mesh, options: &BuildOptions) -> Result<BuiltBvh> {
             }
         })
         .collect();
-    refs.retain(|r| r.triangles != 0);
-    let dropped_nan_triangles = mesh.len() - refs.len();
+    let dropped_nan_triangles = refs.par_iter().filter(|r| r.triangles == 0).count();
+    if dropped_nan_triangles > 0 {
+        refs.retain(|r| r.triangles != 0);
+    }
     let mut clusters = Vec::new();
     if chains {
         let prims: Vec<u32> = refs.iter().map(|r| r.prim).collect();
