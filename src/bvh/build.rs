@@ -460,7 +460,6 @@ fn bin_refs(refs: &[PrimRef], cmin: Vec3A, scale: Vec3A, out: &mut Bins) {
     // Two sets of bins, for even and odd references: neighbouring references often fall in
     // the same bins, and alternating sets halves the chains of dependent loads and stores.
     // Merging is exact (min, max and counts), so the result does not change.
-    let mut odd = [[EMPTY_BIN; BINS]; 3];
     let add = |bins: &mut Bins, r: &PrimRef| {
         // Non-negative (`cmin` is the least of the same sums) and at most about `BINS`.
         let b = bin_of((r.min + r.max - cmin) * scale);
@@ -471,6 +470,14 @@ fn bin_refs(refs: &[PrimRef], cmin: Vec3A, scale: Vec3A, out: &mut Bins) {
             bin.count += 1;
         }
     };
+    if refs.len() < 2 * BINS {
+        // Few references: the second set is not worth clearing and merging.
+        for r in refs {
+            add(out, r);
+        }
+        return;
+    }
+    let mut odd = [[EMPTY_BIN; BINS]; 3];
     let mut pairs = refs.chunks_exact(2);
     for pair in &mut pairs {
         add(out, &pair[0]);
