@@ -185,20 +185,19 @@ impl Pack {
             if self.slot_used(k) {
                 continue;
             }
-            let hw = TRIANGLE_VERTICES[k];
-            let centre_at = V2_POSITION[k];
             for r in 0..3 {
-                // Mesh vertex j sits at node vertex hw[(j + r) % 3]; V2 gets j = centre_at - r.
-                if !is_centre[(centre_at + 3 - r) % 3] {
+                // Mesh vertex j sits at node vertex `ROTATED[k][r][j]`; V2 gets j = CENTRE_J.
+                if !is_centre[CENTRE_J[k][r]] {
                     continue;
                 }
+                let at = ROTATED[k][r];
                 let fits = (0..3).all(|j| {
-                    let v = self.verts[hw[(j + r) % 3]];
+                    let v = self.verts[at[j]];
                     v == FREE_VERTEX || v == tri[j]
                 });
                 if fits {
                     for j in 0..3 {
-                        self.verts[hw[(j + r) % 3]] = tri[j];
+                        self.verts[at[j]] = tri[j];
                     }
                     self.used[k] = (prim, r as u8);
                     self.count += 1;
@@ -209,6 +208,41 @@ impl Pack {
         None
     }
 }
+
+/// `ROTATED[k][r][j] = TRIANGLE_VERTICES[k][(j + r) % 3]`: the node vertex of mesh vertex j
+/// of a triangle in slot k with rotation r.
+const ROTATED: [[[usize; 3]; 3]; 4] = {
+    let mut t = [[[0; 3]; 3]; 4];
+    let mut k = 0;
+    while k < 4 {
+        let mut r = 0;
+        while r < 3 {
+            let mut j = 0;
+            while j < 3 {
+                t[k][r][j] = TRIANGLE_VERTICES[k][(j + r) % 3];
+                j += 1;
+            }
+            r += 1;
+        }
+        k += 1;
+    }
+    t
+};
+
+/// `CENTRE_J[k][r]`: the mesh vertex j that lands on node vertex 2 in slot k with rotation r.
+const CENTRE_J: [[usize; 3]; 4] = {
+    let mut t = [[0; 3]; 4];
+    let mut k = 0;
+    while k < 4 {
+        let mut r = 0;
+        while r < 3 {
+            t[k][r] = (V2_POSITION[k] + 3 - r) % 3;
+            r += 1;
+        }
+        k += 1;
+    }
+    t
+};
 
 /// Position of node vertex 2 in each slot's `TRIANGLE_VERTICES`.
 const V2_POSITION: [usize; 4] = {
