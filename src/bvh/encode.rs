@@ -268,7 +268,8 @@ const PACK_ITEM: u32 = 1 << 31;
 /// Nodes written by one parallel task of the encoder.
 const WRITE_PIECE: usize = 4096;
 
-/// How many recently opened triangle nodes a triangle may join.
+/// How many recently opened triangle nodes a triangle may join (eight: one `u32x8` of
+/// centre fingerprints).
 const PACK_WINDOW: usize = 8;
 
 /// A 32-bit fingerprint of a vertex: equal vertices have equal fingerprints, so comparing
@@ -379,11 +380,10 @@ fn pack_leaves(leaves: &[u32], mesh: &Mesh, max_per_node: u8) -> Run {
             let lo = packs.len().saturating_sub(PACK_WINDOW);
             // Window packs whose centre may be a vertex of this triangle (every slot uses
             // V2, so no other pack can take it): bit i stands for pack `lo + i`.
-            let [f0, f1, f2] = tri.fingerprints;
-            let mut candidates = 0u32;
-            for (i, &c) in centres.iter().enumerate() {
-                candidates |= (((c == f0) | (c == f1) | (c == f2)) as u32) << i;
-            }
+            // candidates bit i = centres[i] is one of the three fingerprints.
+            let [f0, f1, f2] = [0, 1, 2].map(|j| wide::u32x8::splat(tri.fingerprints[j]));
+            let c = wide::u32x8::new(centres);
+            let mut candidates = (c.simd_eq(f0) | c.simd_eq(f1) | c.simd_eq(f2)).to_bitmask();
             let w = PACK_WINDOW as u32;
             let rot = (lo % PACK_WINDOW) as u32;
             candidates = ((candidates >> rot) | (candidates << (w - rot))) & ((1 << w) - 1);
