@@ -649,47 +649,85 @@ pub fn encode(
         })
         .collect();
 
-    // Layout: block address of every box node and every pack.
+    // Layout: block address of every box node and every pack, with the per-block side
+    // tables (pushed in block order), the parents of triangle slots and the depth.
     const UNPLACED: u32 = u32::MAX;
     let mut node_block = vec![UNPLACED; tree.nodes.len()];
     let mut pack_block = vec![UNPLACED; packs.len()];
     let mut next_block: u64 = 0;
     // Box nodes (n) and triangle nodes (PACK_ITEM | o) in memory order.
     let mut order: Vec<u32> = Vec::with_capacity(tree.nodes.len() + packs.len());
-    let mut place_node = |n: usize, next_block: &mut u64, pack_block: &mut Vec<u32>| {
-        node_block[n] = *next_block as u32;
+    let estimate = tree.nodes.len() + packs.len();
+    let mut triangle_node_ordinal: Vec<u32> = Vec::with_capacity(estimate);
+    let mut box_parent: Vec<u32> = Vec::with_capacity(estimate);
+    let mut slot_parent = vec![NodePointer::INVALID; 4 * packs.len()];
+    let mut metrics = Metrics::default();
+    // A pointer, or INVALID past the 29-bit limit (reported once the layout is done).
+    let pointer = |block: u64, ty: NodeType| {
+        if block < 1 << 29 {
+            NodePointer::new(block, ty).to_u32()
+        } else {
+            NodePointer::INVALID
+        }
+    };
+    let box_type = |n: usize| {
+        if fp16[n] {
+            NodeType::BoxF16
+        } else {
+            NodeType::BoxF32
+        }
+    };
+    // Places box node n (with its parent's pointer and its depth); returns its pointer.
+    let mut place_node = |n: usize, parent: u32, depth: u32| {
+        node_block[n] = next_block as u32;
+        let here = pointer(next_block, box_type(n));
         order.push(n as u32);
-        *next_block += if fp16[n] { 1 } else { 2 };
+        box_parent.push(parent);
+        triangle_node_ordinal.push(u32::MAX);
+        if !fp16[n] {
+            box_parent.push(NodePointer::INVALID);
+            triangle_node_ordinal.push(u32::MAX);
+        }
+        next_block += if fp16[n] { 1 } else { 2 };
+        metrics.max_depth = metrics.max_depth.max(depth as usize);
         for slot in tree.nodes[n].slots.iter().flatten() {
+            metrics.box_slots_used += 1;
             if let Slot::Leaf(l) = *slot {
-                let p = packs.place(l).0 as usize;
-                if pack_block[p] == UNPLACED {
-                    pack_block[p] = *next_block as u32;
-                    order.push(PACK_ITEM | p as u32);
-                    *next_block += 1;
+                let (p, k) = packs.place(l);
+                let first = if chains { 0 } else { k };
+                for j in first..=k {
+                    slot_parent[4 * p as usize + j as usize] = here;
+                }
+                if pack_block[p as usize] == UNPLACED {
+                    pack_block[p as usize] = next_block as u32;
+                    order.push(PACK_ITEM | p);
+                    box_parent.push(NodePointer::INVALID);
+                    triangle_node_ordinal.push(p);
+                    next_block += 1;
                 }
             }
         }
+        here
     };
     match options.node_order {
         NodeOrder::DepthFirst => {
-            let mut stack = vec![0usize];
-            while let Some(n) = stack.pop() {
-                place_node(n, &mut next_block, &mut pack_block);
+            let mut stack = vec![(0usize, NodePointer::INVALID, 1u32)];
+            while let Some((n, parent, depth)) = stack.pop() {
+                let here = place_node(n, parent, depth);
                 for slot in tree.nodes[n].slots.iter().rev().flatten() {
                     if let Slot::Node(c) = *slot {
-                        stack.push(c as usize);
+                        stack.push((c as usize, here, depth + 1));
                     }
                 }
             }
         }
         NodeOrder::BreadthFirst => {
-            let mut queue = VecDeque::from([0usize]);
-            while let Some(n) = queue.pop_front() {
-                place_node(n, &mut next_block, &mut pack_block);
+            let mut queue = VecDeque::from([(0usize, NodePointer::INVALID, 1u32)]);
+            while let Some((n, parent, depth)) = queue.pop_front() {
+                let here = place_node(n, parent, depth);
                 for slot in tree.nodes[n].slots.iter().flatten() {
                     if let Slot::Node(c) = *slot {
-                        queue.push_back(c as usize);
+                        queue.push_back((c as usize, here, depth + 1));
                     }
                 }
             }
@@ -702,14 +740,8 @@ pub fn encode(
         )));
     }
     let blocks = blocks as usize;
-    let node_pointer = |n: usize| {
-        let ty = if fp16[n] {
-            NodeType::BoxF16
-        } else {
-            NodeType::BoxF32
-        };
-        NodePointer::new(node_block[n] as u64, ty).to_u32()
-    };
+    debug_assert_eq!(box_parent.len(), blocks);
+    let node_pointer = |n: usize| NodePointer::new(node_block[n] as u64, box_type(n)).to_u32();
     let leaf_pointer = |l: u32| {
         let (p, k) = packs.place(l);
         NodePointer::new(
@@ -720,35 +752,6 @@ pub fn encode(
     };
 
     let mut bytes = vec![0u8; blocks * 64];
-    let mut triangle_node_ordinal = vec![u32::MAX; blocks];
-    let mut box_parent = vec![NodePointer::INVALID; blocks];
-    let mut slot_parent = vec![NodePointer::INVALID; 4 * packs.len()];
-    let mut metrics = Metrics::default();
-
-    // Links (serial, cheap): parents, depth and slot counts.
-    let mut depth = vec![0u32; tree.nodes.len()];
-    depth[0] = 1;
-    for (n, node) in tree.nodes.iter().enumerate() {
-        let here = node_pointer(n);
-        for slot in node.slots.iter().flatten() {
-            metrics.box_slots_used += 1;
-            match *slot {
-                Slot::Node(c) => {
-                    let c = c as usize;
-                    box_parent[node_block[c] as usize] = here;
-                    depth[c] = depth[n] + 1;
-                }
-                Slot::Leaf(l) => {
-                    let (p, k) = packs.place(l);
-                    let first = if chains { 0 } else { k };
-                    for j in first..=k {
-                        slot_parent[4 * p as usize + j as usize] = here;
-                    }
-                }
-            }
-        }
-        metrics.max_depth = metrics.max_depth.max(depth[n] as usize);
-    }
     let slot_primitive: Vec<u32> = packs
         .iter()
         .flat_map(|pack| pack.used.map(|(prim, _)| prim))
@@ -805,14 +808,12 @@ pub fn encode(
     };
     let pieces: Vec<&[u32]> = order.chunks(WRITE_PIECE).collect();
     let mut slices = Vec::with_capacity(pieces.len());
-    let (mut rest_bytes, mut rest_ordinals) = (&mut bytes[..], &mut triangle_node_ordinal[..]);
+    let mut rest = &mut bytes[..];
     for (i, piece) in pieces.iter().enumerate() {
         let end = pieces.get(i + 1).map_or(blocks, |next| item_block(next[0]));
-        let count = end - item_block(piece[0]);
-        let (b, rb) = rest_bytes.split_at_mut(count * 64);
-        let (o, ro) = rest_ordinals.split_at_mut(count);
-        (rest_bytes, rest_ordinals) = (rb, ro);
-        slices.push((b, o));
+        let (b, r) = rest.split_at_mut((end - item_block(piece[0])) * 64);
+        rest = r;
+        slices.push(b);
     }
     /// What a piece measured.
     #[derive(Default)]
@@ -825,7 +826,7 @@ pub fn encode(
     let measured: Vec<PieceMetrics> = pieces
         .into_par_iter()
         .zip(slices.into_par_iter())
-        .map(|(piece, (bytes, ordinals))| {
+        .map(|(piece, bytes)| {
             let start = item_block(piece[0]);
             let mut m = PieceMetrics::default();
             for &item in piece {
@@ -853,7 +854,6 @@ pub fn encode(
                         TriangleReturnMode::TriangleId => 4 * o as u32,
                         TriangleReturnMode::Barycentrics => ij.0,
                     };
-                    ordinals[offset / 64] = o as u32;
                     bytes[offset..offset + 64].copy_from_slice(bytemuck::bytes_of(&node));
                     m.histogram[pack.count as usize] += 1;
                     continue;
