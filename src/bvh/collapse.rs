@@ -20,24 +20,28 @@ pub enum Slot {
     Leaf(u32),
 }
 
-/// A 4-wide box node of the intermediate tree: up to four slots, each with its exact f32 box.
+/// A 4-wide box node of the intermediate tree: up to four slots, each with the binary-tree
+/// child reference (see [`LEAF`]) whose exact f32 box it has ([`Tree4::child_box`]).
 #[derive(Clone, Copy, Debug)]
 pub struct Node4 {
     pub slots: [Option<Slot>; 4],
-    pub boxes: [(Vec3A, Vec3A); 4],
+    pub sources: [u32; 4],
 }
 
 /// The intermediate 4-wide tree. Node 0 is the root (always a box node, possibly empty).
-#[derive(Clone, Debug, Default)]
+/// It keeps the binary tree and the reordered references, which hold the child boxes.
+#[derive(Default)]
 pub struct Tree4 {
     pub nodes: Vec<Node4>,
     /// Triangle references in depth-first slot order: the primitive id.
     pub leaves: Vec<u32>,
+    binary: Option<BinaryTree>,
+    refs: Vec<PrimRef>,
 }
 
 const EMPTY_NODE: Node4 = Node4 {
     slots: [None; 4],
-    boxes: [(Vec3A::INFINITY, Vec3A::NEG_INFINITY); 4],
+    sources: [0; 4],
 };
 
 impl Tree4 {
@@ -45,23 +49,39 @@ impl Tree4 {
     pub fn empty() -> Tree4 {
         Tree4 {
             nodes: vec![EMPTY_NODE],
-            leaves: Vec::new(),
+            ..Tree4::default()
         }
     }
 
     /// Collapses the binary tree (over the reordered `refs`) into a 4-wide tree,
     /// depth-first.
-    pub fn collapse(bin: &BinaryTree, refs: &[PrimRef]) -> Tree4 {
-        let collapser = Collapser {
-            nodes: bin.nodes(),
-            refs,
-        };
+    pub fn collapse(bin: BinaryTree, refs: Vec<PrimRef>) -> Tree4 {
         let mut tree = Tree4 {
             nodes: Vec::with_capacity(refs.len() / 2 + 1),
             leaves: Vec::with_capacity(refs.len()),
+            ..Tree4::default()
+        };
+        let collapser = Collapser {
+            nodes: bin.nodes(),
+            refs: &refs,
         };
         collapser.emit_box(&mut tree, bin.root);
+        tree.binary = Some(bin);
+        tree.refs = refs;
         tree
+    }
+
+    /// The exact box of slot `s` of node `n` (a used slot).
+    #[inline]
+    pub fn child_box(&self, n: usize, s: usize) -> (Vec3A, Vec3A) {
+        let source = self.nodes[n].sources[s];
+        if source & LEAF != 0 {
+            let r = &self.refs[(source & !LEAF) as usize];
+            (r.min, r.max)
+        } else {
+            let node = &self.binary.as_ref().expect("a binary tree").nodes()[source as usize];
+            (Vec3A::from(node.min), Vec3A::from(node.max))
+        }
     }
 }
 
@@ -93,14 +113,11 @@ impl Collapser<'_> {
         let mut inner_count = 0;
         for (s, &c) in children[..count].iter().enumerate() {
             let out = &mut tree.nodes[index as usize];
+            out.sources[s] = c;
             if c & LEAF != 0 {
-                let r = &self.refs[(c & !LEAF) as usize];
-                out.boxes[s] = (r.min, r.max);
                 out.slots[s] = Some(Slot::Leaf(tree.leaves.len() as u32));
-                tree.leaves.push(r.prim);
+                tree.leaves.push(self.refs[(c & !LEAF) as usize].prim);
             } else {
-                let cn = &self.nodes[c as usize];
-                out.boxes[s] = (Vec3A::from(cn.min), Vec3A::from(cn.max));
                 inner[inner_count] = (s, c);
                 inner_count += 1;
             }

@@ -629,17 +629,16 @@ pub fn encode(
     let chains = clusters.is_some();
 
     // Box formats.
-    let fp16: Vec<bool> = tree
-        .nodes
-        .par_iter()
+    let fp16: Vec<bool> = (0..tree.nodes.len())
+        .into_par_iter()
         .map(|n| match options.box_format {
             BoxFormat::Fp32 => false,
             BoxFormat::Fp16 => true,
             BoxFormat::Mixed { max_area_growth } => {
                 let (mut exact, mut rounded) = (0.0f64, 0.0f64);
                 for s in 0..4 {
-                    if n.slots[s].is_some() {
-                        let (lo, hi) = n.boxes[s];
+                    if tree.nodes[n].slots[s].is_some() {
+                        let (lo, hi) = tree.child_box(n, s);
                         exact += half_area(lo, hi) as f64;
                         rounded += half_area_arr(&stored_box(lo, hi, true)) as f64;
                     }
@@ -764,7 +763,7 @@ pub fn encode(
         let mut box_bits = [[f16::NAN.to_bits(); 6]; 4];
         for s in 0..4 {
             if node.slots[s].is_some() {
-                let (lo, hi) = node.boxes[s];
+                let (lo, hi) = tree.child_box(n, s);
                 boxes[s] = if fp16[n] {
                     let (bits, stored) = f16_box(lo, hi);
                     box_bits[s] = bits;

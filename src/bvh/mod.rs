@@ -224,7 +224,7 @@ pub fn build(mesh: &Mesh, options: &BuildOptions) -> Result<BuiltBvh> {
         collapse::Tree4::empty()
     } else {
         let binary = build::build_binary(&mut refs);
-        collapse::Tree4::collapse(&binary, &refs)
+        collapse::Tree4::collapse(binary, refs)
     };
     let build_seconds = start.elapsed().as_secs_f64();
     let start = Instant::now();
