@@ -5,6 +5,12 @@
 //! breadth-first, root at block 0), write the bytes, fill the side tables (primitive ids,
 //! parents) and measure the result ([`Metrics`]). The layout rules are in the module docs of
 //! [`crate::bvh`].
+//!
+//! Parallel, and the same for any thread count: the leaves are packed in fixed runs of
+//! `PACK_RUN` (a run never shares a triangle node with another run), the node bytes are
+//! written in fixed pieces of the memory order (each piece owns its block range) and the SAH
+//! metric is summed per piece, then over the pieces in order. The layout pass, which also
+//! fills the per-block side tables, is serial.
 
 // Slot loops index several parallel per-slot arrays at once; ranges read better here.
 #![allow(clippy::needless_range_loop)]
