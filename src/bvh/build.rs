@@ -614,3 +614,118 @@ fn partition(
         j -= 1;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The exact small-node split as first written: stable swap-based insertion sorts of
+    /// the references themselves, axis after axis, then the best axis again.
+    fn small_split_reference(refs: &mut [PrimRef]) -> usize {
+        let key = |r: &PrimRef, axis: usize| (r.min + r.max).to_array()[axis];
+        let sort = |refs: &mut [PrimRef], axis: usize| {
+            for i in 1..refs.len() {
+                let mut j = i;
+                while j > 0 && key(&refs[j - 1], axis) > key(&refs[j], axis) {
+                    refs.swap(j - 1, j);
+                    j -= 1;
+                }
+            }
+        };
+        let m = refs.len();
+        let mut best = (f32::INFINITY, 0usize, 1usize);
+        for axis in 0..3 {
+            sort(refs, axis);
+            let mut right_area = vec![0.0f32; m];
+            let (mut lo, mut hi) = (Vec3A::INFINITY, Vec3A::NEG_INFINITY);
+            for i in (1..m).rev() {
+                lo = lo.min(refs[i].min);
+                hi = hi.max(refs[i].max);
+                right_area[i] = half_area(lo, hi);
+            }
+            let (mut lo, mut hi) = (Vec3A::INFINITY, Vec3A::NEG_INFINITY);
+            for i in 0..m - 1 {
+                lo = lo.min(refs[i].min);
+                hi = hi.max(refs[i].max);
+                let c = half_area(lo, hi) * (i + 1) as f32 + right_area[i + 1] * (m - i - 1) as f32;
+                if c < best.0 {
+                    best = (c, axis, i + 1);
+                }
+            }
+        }
+        if best.1 != 2 {
+            sort(refs, best.1);
+        }
+        best.2
+    }
+
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+        /// A coordinate on a coarse grid, so that centroids often tie.
+        fn coordinate(&mut self) -> f32 {
+            (self.next() % 5) as f32 * 0.5
+        }
+    }
+
+    /// The stack-key small split (and its two-reference shortcut) leaves the references in
+    /// the same order, with the same split, as the swap-based reference, ties included.
+    #[test]
+    fn small_split_matches_the_reference_order() {
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        for case in 0..20_000 {
+            let m = 2 + case % (SMALL_NODE - 1);
+            let refs: Vec<PrimRef> = (0..m as u32)
+                .map(|prim| {
+                    let a = Vec3A::new(rng.coordinate(), rng.coordinate(), rng.coordinate());
+                    let e = Vec3A::new(rng.coordinate(), rng.coordinate(), rng.coordinate());
+                    PrimRef {
+                        min: a,
+                        max: a + e,
+                        prim,
+                        triangles: 1,
+                    }
+                })
+                .collect();
+            let (mut fast, mut slow) = (refs.clone(), refs);
+            let (lmin, lmax, rmin, rmax, left) = small_split(&mut fast);
+            assert_eq!(left, small_split_reference(&mut slow), "case {case}");
+            let order = |r: &[PrimRef]| r.iter().map(|r| r.prim).collect::<Vec<_>>();
+            assert_eq!(order(&fast), order(&slow), "case {case}");
+            assert_eq!((lmin, lmax), bounds(&slow[..left]));
+            assert_eq!((rmin, rmax), bounds(&slow[left..]));
+        }
+    }
+
+    /// The SIMD bin index is `as usize` clamped to the last bin, NaN giving 0.
+    #[test]
+    fn bin_of_matches_the_scalar_conversion() {
+        let mut rng = Rng(7);
+        let scalar = |c: f32| (c as usize).min(BINS - 1);
+        let specials = [
+            0.0,
+            -0.0,
+            0.99999,
+            1.0,
+            15.0,
+            15.99,
+            16.0,
+            1e30,
+            f32::INFINITY,
+        ];
+        for _ in 0..100_000 {
+            let mut lane = || match rng.next() % 4 {
+                0 => specials[(rng.next() % specials.len() as u64) as usize],
+                1 => f32::NAN,
+                _ => (rng.next() % 1_000_000) as f32 / 1_000_000.0 * 17.0,
+            };
+            let v = Vec3A::new(lane(), lane(), lane());
+            assert_eq!(bin_of(v), v.to_array().map(scalar), "{v}");
+        }
+    }
+}
