@@ -38,8 +38,11 @@ use crate::counters::Counters;
 use crate::hw::instruction::LaneOutcome;
 use crate::hw::pointer::{NodePointer, NodeType};
 use crate::math::{Hit, Ray};
-use crate::wave::intersector::{LaneRay, INVALID};
-use crate::wave::{td, LaneStatus, Wave, WaveIntersector, WaveResults};
+use crate::wave::intersector::{
+    box_query, triangle_query_x4, LaneRay, TriangleLane, INVALID, LANES,
+};
+use crate::wave::lanes::ray_is_active;
+use crate::wave::{td, InstructionCost, LaneStatus, Wave, WaveIntersector};
 
 /// A traversal strategy: the per-lane part of a traversal shader.
 ///
@@ -175,8 +178,45 @@ pub struct LaneOutput {
 /// `t = t_num / t_denom` is finite, `tmin <= t <= best_t`, `prim_id(pointer, dwords)` is a
 /// primitive (not `u32::MAX`), and at an equal t only a smaller primitive id replaces the
 /// current hit, so the result does not depend on the traversal order.
+///
+/// Each step is one wave instruction: every active lane's query runs and is charged to the
+/// wave's TD. Lanes never read each other's state, so a lane consumes its four dwords as soon
+/// as they are computed (a box result at once, triangle results four lanes at a time as the
+/// SIMD triangle test produces them): the outcome is the same as computing all lanes first
+/// and consuming after, which [`stream::trace_stream`] does (`tests/profile_equivalence.rs`
+/// checks both give the same hits and counters).
 #[allow(clippy::too_many_arguments)]
 pub fn trace_wave<const W: usize, T: Traversal, P: PrimitiveIds + ?Sized>(
+    intersector: &WaveIntersector,
+    traversal: &T,
+    root: u32,
+    prim_id: &P,
+    query: Query,
+    wave_index: u64,
+    rays: &[Ray],
+    wave: &mut Wave<W, LaneState<T::Lane>>,
+    out: &mut [LaneOutput],
+    counters: &mut Counters,
+) {
+    trace_wave_inline(
+        intersector,
+        traversal,
+        root,
+        prim_id,
+        query,
+        wave_index,
+        rays,
+        wave,
+        out,
+        counters,
+    );
+}
+
+/// [`trace_wave`], inlined into its callers (so that a caller compiled for more CPU
+/// features compiles the loop with them).
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+pub(crate) fn trace_wave_inline<const W: usize, T: Traversal, P: PrimitiveIds + ?Sized>(
     intersector: &WaveIntersector,
     traversal: &T,
     root: u32,
@@ -191,6 +231,10 @@ pub fn trace_wave<const W: usize, T: Traversal, P: PrimitiveIds + ?Sized>(
     assert!(rays.len() <= W && out.len() >= rays.len());
     wave.index = wave_index;
     wave.exec = 0;
+    // Lanes whose registers the instruction will reject (NaN, infinite origin): they take
+    // the general path once, which retires them. A lane's registers change only by a
+    // finite extent, so a lane that passes here passes at every step.
+    let mut rejected = 0u64;
     for i in 0..W {
         wave.state[i].hit = LaneHit::default();
         wave.status[i] = LaneStatus::ExecOff;
@@ -202,69 +246,135 @@ pub fn trace_wave<const W: usize, T: Traversal, P: PrimitiveIds + ?Sized>(
             wave.state[i].hit.tmin = ray.tmin;
             wave.state[i].hit.best_t = ray.tmax;
             wave.activate(i, first, lane_ray(ray));
+            if !ray_is_active(&wave.ray[i]) {
+                rejected |= 1 << i;
+            }
         }
     }
     counters.rays += rays.len() as u64;
     counters.waves += 1;
     counters.lanes_empty += (W - rays.len()) as u64;
 
-    let mut results = WaveResults::<W>::default();
+    let mode = intersector.descriptor.triangle_return_mode;
+    let sort = intersector.descriptor.box_sort_enable;
+    let grow = intersector.grow();
     let mut max_depth = 0usize;
+    let mut batch = [TriangleLane::default(); LANES];
+    let mut batch_lane = [0usize; LANES];
+    let mut batch_node = [0u32; LANES];
     while wave.exec != 0 {
         let issued = wave.exec.count_ones();
-        let cost = intersector.issue(wave, &mut results);
-        td::charge(counters, wave.index, W, issued, &cost);
-        // Wave-wide effects after all lanes are computed: each lane consumes its dwords.
+        let mut cost = InstructionCost::default();
+        let mut batched = 0usize;
         let mut exec = wave.exec;
         while exec != 0 {
             let i = exec.trailing_zeros() as usize;
             exec &= exec - 1;
             let node = wave.node[i];
-            let outcome = results.outcome[i];
-            if let LaneOutcome::Inactive(reason) = outcome {
-                wave.retire(i, LaneStatus::Deactivated(reason));
-                continue;
-            }
-            let dwords = results.dwords[i];
-            let lane = &mut wave.state[i];
-            if outcome == LaneOutcome::Tested {
-                lane.hit.clocks += 1;
-            }
-            // Pointer type bits 2:0 (`NodeType::from_bits`): 0-3 triangle k, 4/5 box, 6/7 user.
-            let next = if node & 6 == 4 {
-                traversal.after_box(&mut lane.trav, node, dwords)
-            } else {
-                let mut done = false;
-                if node & 4 == 0 && outcome == LaneOutcome::Tested {
-                    let accepted = lane
-                        .hit
-                        .offer(node, dwords, || prim_id.primitive_id(node, &dwords));
-                    if let Some(t) = accepted {
-                        counters.trav_hits_accepted += 1;
-                        // The current closest t becomes the ray extent.
-                        wave.ray[i].extent = t;
-                        done = query == Query::AnyHit;
+            if rejected & (1 << i) == 0 {
+                if let Some(b) = intersector.cached_box(node) {
+                    let mut children = [0u32; 4];
+                    box_query(b, &wave.ray[i], grow, sort, &mut children);
+                    cost.box_queries += 1;
+                    cost.aabb_useful += b.useful_slots();
+                    let lane = &mut wave.state[i];
+                    lane.hit.clocks += 1;
+                    let next = traversal.after_box(&mut lane.trav, node, children);
+                    max_depth = max_depth.max(traversal.stack_depth(&lane.trav));
+                    go_on(wave, intersector, prim_id, i, next);
+                    continue;
+                }
+                if node & 4 == 0 {
+                    if let Some(bytes) = intersector.mapped_triangle(node) {
+                        batch[batched].gather(bytes, (node & 3) as usize, &wave.ray[i]);
+                        batch_lane[batched] = i;
+                        batch_node[batched] = node;
+                        batched += 1;
+                        cost.triangle_tests += 1;
+                        if batched == LANES {
+                            let mut dwords = [[0u32; 4]; LANES];
+                            triangle_query_x4(&batch, mode, &[0, 1, 2, 3], &mut dwords);
+                            for j in 0..LANES {
+                                after_triangle(
+                                    wave,
+                                    intersector,
+                                    traversal,
+                                    prim_id,
+                                    query,
+                                    batch_lane[j],
+                                    batch_node[j],
+                                    dwords[j],
+                                    &mut max_depth,
+                                    counters,
+                                );
+                            }
+                            batched = 0;
+                        }
+                        continue;
                     }
                 }
-                if done {
-                    None
-                } else {
-                    traversal.after_leaf(&mut lane.trav, node)
+            }
+            // Everything else: rejected registers, user nodes, the bounds check, unmapped or
+            // uncached nodes.
+            let (dwords, outcome) = intersector.lane_general(node, &wave.ray[i], &mut cost);
+            match outcome {
+                LaneOutcome::Inactive(reason) => {
+                    wave.retire(i, LaneStatus::Deactivated(reason));
+                    continue;
                 }
-            };
-            max_depth = max_depth.max(traversal.stack_depth(&lane.trav));
-            match next {
-                Some(p) => {
-                    intersector.prefetch(p);
-                    if p & 4 == 0 {
-                        // Triangle types 0-3: its primitive id will be needed.
-                        prim_id.prefetch(p);
-                    }
-                    wave.node[i] = p;
+                LaneOutcome::Tested if node & 6 == 4 => {
+                    let lane = &mut wave.state[i];
+                    lane.hit.clocks += 1;
+                    let next = traversal.after_box(&mut lane.trav, node, dwords);
+                    max_depth = max_depth.max(traversal.stack_depth(&lane.trav));
+                    go_on(wave, intersector, prim_id, i, next);
                 }
-                None => wave.retire(i, LaneStatus::Finished),
+                LaneOutcome::Tested => after_triangle(
+                    wave,
+                    intersector,
+                    traversal,
+                    prim_id,
+                    query,
+                    i,
+                    node,
+                    dwords,
+                    &mut max_depth,
+                    counters,
+                ),
+                _ => {
+                    // User node, out of bounds, unmapped: nothing tested, the lane goes on.
+                    let lane = &mut wave.state[i];
+                    let next = traversal.after_leaf(&mut lane.trav, node);
+                    max_depth = max_depth.max(traversal.stack_depth(&lane.trav));
+                    go_on(wave, intersector, prim_id, i, next);
+                }
             }
         }
+        if batched > 0 {
+            let mut dwords = [[0u32; 4]; LANES];
+            triangle_query_x4(
+                &batch[..batched],
+                mode,
+                &[0, 1, 2, 3][..batched],
+                &mut dwords,
+            );
+            for j in 0..batched {
+                after_triangle(
+                    wave,
+                    intersector,
+                    traversal,
+                    prim_id,
+                    query,
+                    batch_lane[j],
+                    batch_node[j],
+                    dwords[j],
+                    &mut max_depth,
+                    counters,
+                );
+            }
+        }
+        cost.clocks = cost.box_queries + cost.triangle_tests;
+        td::charge(counters, wave.index, W, issued, &cost);
     }
     counters.trav_max_stack_depth = counters.trav_max_stack_depth.max(max_depth as u64);
     for (i, o) in out.iter_mut().enumerate().take(rays.len()) {
@@ -278,6 +388,65 @@ pub fn trace_wave<const W: usize, T: Traversal, P: PrimitiveIds + ?Sized>(
             t: h.best_t,
             clocks: h.clocks,
         };
+    }
+}
+
+/// Lane `i` tested triangle `node` and got `dwords`: offers the hit, then asks the strategy
+/// for the next node (none after an accepted hit of an any-hit query).
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn after_triangle<const W: usize, T: Traversal, P: PrimitiveIds + ?Sized>(
+    wave: &mut Wave<W, LaneState<T::Lane>>,
+    intersector: &WaveIntersector,
+    traversal: &T,
+    prim_id: &P,
+    query: Query,
+    i: usize,
+    node: u32,
+    dwords: [u32; 4],
+    max_depth: &mut usize,
+    counters: &mut Counters,
+) {
+    let lane = &mut wave.state[i];
+    lane.hit.clocks += 1;
+    let mut done = false;
+    if let Some(t) = lane
+        .hit
+        .offer(node, dwords, || prim_id.primitive_id(node, &dwords))
+    {
+        counters.trav_hits_accepted += 1;
+        // The current closest t becomes the ray extent.
+        wave.ray[i].extent = t;
+        done = query == Query::AnyHit;
+    }
+    let next = if done {
+        None
+    } else {
+        traversal.after_leaf(&mut lane.trav, node)
+    };
+    *max_depth = (*max_depth).max(traversal.stack_depth(&lane.trav));
+    go_on(wave, intersector, prim_id, i, next);
+}
+
+/// Lane `i` asks for `next`, or finishes.
+#[inline(always)]
+fn go_on<const W: usize, S, P: PrimitiveIds + ?Sized>(
+    wave: &mut Wave<W, S>,
+    intersector: &WaveIntersector,
+    prim_id: &P,
+    i: usize,
+    next: Option<u32>,
+) {
+    match next {
+        Some(p) => {
+            intersector.prefetch(p);
+            if p & 4 == 0 {
+                // Triangle types 0-3: its primitive id will be needed.
+                prim_id.prefetch(p);
+            }
+            wave.node[i] = p;
+        }
+        None => wave.retire(i, LaneStatus::Finished),
     }
 }
 

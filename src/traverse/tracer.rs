@@ -7,7 +7,8 @@
 //! number of threads.
 
 use super::{
-    hit_from_dwords, trace_wave, FullStack, LaneOutput, LaneState, PrimitiveIds, Query, Traversal,
+    hit_from_dwords, trace_wave_inline, FullStack, LaneOutput, LaneState, PrimitiveIds, Query,
+    Traversal,
 };
 use crate::bvh::query::barycentrics_f64;
 use crate::bvh::{BvhImage, Mesh};
@@ -309,23 +310,26 @@ impl WaveTracer {
     ) {
         let intersector = self.intersector();
         let block = CHUNK_WAVES * W;
+        let avx2 = cpu_has_avx2();
         let run_block = |(b, (rays, out)): (usize, (&[Ray], &mut [LaneOutput]))| {
             let mut local = Counters::default();
             let mut wave: Box<Wave<W, LaneState<T::Lane>>> = Box::new(Wave::new(0));
-            for (w, (rays, out)) in rays.chunks(W).zip(out.chunks_mut(W)).enumerate() {
-                trace_wave(
-                    &intersector,
-                    traversal,
-                    self.root,
-                    prim_id,
-                    query,
-                    (b * CHUNK_WAVES + w) as u64,
-                    rays,
-                    &mut wave,
-                    out,
-                    &mut local,
-                );
+            let job = WaveBlock {
+                intersector: &intersector,
+                traversal,
+                root: self.root,
+                prim_id,
+                query,
+                first_wave: (b * CHUNK_WAVES) as u64,
+            };
+            #[cfg(target_arch = "x86_64")]
+            if avx2 {
+                // SAFETY: the CPU has AVX2 (checked at run time just above).
+                unsafe { job.run_avx2(rays, &mut wave, out, &mut local) };
+                return local;
             }
+            let _ = avx2;
+            job.run(rays, &mut wave, out, &mut local);
             local
         };
         let locals: Vec<Counters> = if self.config.parallel && rays.len() > block {
@@ -362,6 +366,73 @@ impl WaveTracer {
             }
             None => Hit::MISS,
         }
+    }
+}
+
+/// Whether this CPU runs the AVX2 build of the wave loop (x86-64 only).
+fn cpu_has_avx2() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::is_x86_feature_detected!("avx2")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// Consecutive waves of one parallel block, and what they share.
+struct WaveBlock<'a, T, P: ?Sized> {
+    intersector: &'a WaveIntersector<'a>,
+    traversal: &'a T,
+    root: u32,
+    prim_id: &'a P,
+    query: Query,
+    first_wave: u64,
+}
+
+impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveBlock<'_, T, P> {
+    /// Traces `rays` in waves of `W` (wave indices from `first_wave`).
+    #[inline(always)]
+    fn run<const W: usize>(
+        &self,
+        rays: &[Ray],
+        wave: &mut Wave<W, LaneState<T::Lane>>,
+        out: &mut [LaneOutput],
+        counters: &mut Counters,
+    ) {
+        for (w, (rays, out)) in rays.chunks(W).zip(out.chunks_mut(W)).enumerate() {
+            trace_wave_inline(
+                self.intersector,
+                self.traversal,
+                self.root,
+                self.prim_id,
+                self.query,
+                self.first_wave + w as u64,
+                rays,
+                wave,
+                out,
+                counters,
+            );
+        }
+    }
+
+    /// [`Self::run`] compiled for AVX2: the same f32 operations, one rounding each (Rust
+    /// never contracts to FMA), so results are bit-identical; VEX encoding saves the
+    /// register copies of two-operand SSE.
+    ///
+    /// # Safety
+    /// The CPU must support AVX2.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
+    unsafe fn run_avx2<const W: usize>(
+        &self,
+        rays: &[Ray],
+        wave: &mut Wave<W, LaneState<T::Lane>>,
+        out: &mut [LaneOutput],
+        counters: &mut Counters,
+    ) {
+        self.run(rays, wave, out, counters);
     }
 }
 

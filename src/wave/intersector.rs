@@ -56,6 +56,8 @@ pub struct DecodedBox {
     /// 1 when every child has min <= max on every axis (no NaN): then, without NaN in the
     /// products, `min/max(p_lo, p_hi)` equals the sign-selected near/far plane.
     pub ordered: u32,
+    /// Child slots holding a real child (pointer not 0xFFFFFFFF), counted once at decode.
+    pub useful: u32,
 }
 
 #[inline]
@@ -85,6 +87,7 @@ impl DecodedBox {
             children: std::array::from_fn(|c| u32_at(bytes, 4 * c)),
             ty: NodeType::BoxF32 as u32,
             ordered: 0,
+            useful: 0,
         }
         .with_order()
     }
@@ -109,6 +112,7 @@ impl DecodedBox {
             children: std::array::from_fn(|c| u32_at(bytes, 4 * c)),
             ty: NodeType::BoxF16 as u32,
             ordered: 0,
+            useful: 0,
         }
         .with_order()
     }
@@ -116,16 +120,14 @@ impl DecodedBox {
     fn with_order(mut self) -> DecodedBox {
         let ordered = (0..3).all(|a| self.lo[a].simd_le(self.hi[a]).to_bitmask() == 0xf);
         self.ordered = ordered as u32;
+        self.useful = self.children.iter().filter(|&&c| c != INVALID).count() as u32;
         self
     }
 
     /// Child slots that hold a real child (pointer not 0xFFFFFFFF).
     #[inline]
     pub fn useful_slots(&self) -> u32 {
-        (self.children[0] != INVALID) as u32
-            + (self.children[1] != INVALID) as u32
-            + (self.children[2] != INVALID) as u32
-            + (self.children[3] != INVALID) as u32
+        self.useful
     }
 }
 
@@ -507,6 +509,9 @@ pub fn triangle_query_x4(
 pub struct NodeCache {
     entries: Vec<CacheEntry>,
     decoded: usize,
+    /// What it was built for (memory length and address, descriptor): an intersector uses
+    /// the cache's bounds-checked entries directly only for the same memory and descriptor.
+    built_for: Option<(usize, u64, BvhDescriptor)>,
 }
 
 /// One cache entry: a decoded box (its `ty` is 0 when the entry is empty).
@@ -523,6 +528,7 @@ const EMPTY_ENTRY: CacheEntry = CacheEntry {
         children: [INVALID; 4],
         ty: 0,
         ordered: 0,
+        useful: 0,
     },
 };
 
@@ -536,6 +542,7 @@ impl NodeCache {
         let mut cache = NodeCache {
             entries: vec![EMPTY_ENTRY; blocks],
             decoded: 0,
+            built_for: Some((memory.bytes.len(), memory.va, *descriptor)),
         };
         let mut todo = vec![root];
         while let Some(p) = todo.pop() {
@@ -574,6 +581,28 @@ impl NodeCache {
     pub fn get(&self, ty: NodeType, offset: usize) -> Option<&DecodedBox> {
         let e = self.entries.get(offset / 64)?;
         (e.node.ty == ty as u32).then_some(&e.node)
+    }
+
+    /// The entry at 64-byte block `index` of memory when it holds a box decoded as type
+    /// `ty` (raw pointer type bits). Such an entry exists only for a node that passed the
+    /// bounds check and is mapped, 64-byte aligned, in the memory the cache was built for.
+    #[inline(always)]
+    pub fn entry(&self, index: usize, ty: u32) -> Option<&DecodedBox> {
+        let e = self.entries.get(index)?;
+        (e.node.ty == ty).then_some(&e.node)
+    }
+
+    /// Whether the cache was built for this memory and descriptor.
+    pub fn built_for(&self, memory: &BvhMemory, descriptor: &BvhDescriptor) -> bool {
+        self.built_for == Some((memory.bytes.len(), memory.va, *descriptor))
+    }
+
+    /// Hints the CPU to load the entry at 64-byte block `index` (no effect on results).
+    #[inline(always)]
+    pub fn prefetch_entry(&self, index: usize) {
+        if let Some(e) = self.entries.get(index) {
+            prefetch_lines(e as *const CacheEntry as *const u8, 2);
+        }
     }
 
     /// Hints the CPU to load the entry for byte `offset` (no effect on results).
