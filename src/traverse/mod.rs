@@ -38,9 +38,7 @@ use crate::counters::Counters;
 use crate::hw::instruction::LaneOutcome;
 use crate::hw::pointer::{NodePointer, NodeType};
 use crate::math::{Hit, Ray};
-use crate::wave::intersector::{
-    box_query, triangle_query_x4, LaneRay, TriangleLane, INVALID, LANES,
-};
+use crate::wave::intersector::{box_query, LaneRay, TriangleBatch, INVALID, LANES};
 use crate::wave::lanes::ray_is_active;
 use crate::wave::{td, InstructionCost, LaneStatus, Wave, WaveIntersector};
 
@@ -259,60 +257,64 @@ pub(crate) fn trace_wave_inline<const W: usize, T: Traversal, P: PrimitiveIds + 
     let sort = intersector.descriptor.box_sort_enable;
     let grow = intersector.grow();
     let mut max_depth = 0usize;
-    let mut batch = [TriangleLane::default(); LANES];
+    let mut batch = TriangleBatch::default();
     let mut batch_lane = [0usize; LANES];
     let mut batch_node = [0u32; LANES];
     while wave.exec != 0 {
         let issued = wave.exec.count_ones();
         let mut cost = InstructionCost::default();
-        let mut batched = 0usize;
         let mut exec = wave.exec;
+        // First step only: rejected lanes take the general path, which retires them.
+        while rejected != 0 {
+            let i = rejected.trailing_zeros() as usize;
+            rejected &= rejected - 1;
+            exec &= !(1 << i);
+            let (_, outcome) = intersector.lane_general(wave.node[i], &wave.ray[i], &mut cost);
+            let LaneOutcome::Inactive(reason) = outcome else {
+                unreachable!("a lane failing ray_is_active is inactive");
+            };
+            wave.retire(i, LaneStatus::Deactivated(reason));
+        }
         while exec != 0 {
             let i = exec.trailing_zeros() as usize;
             exec &= exec - 1;
             let node = wave.node[i];
-            if rejected & (1 << i) == 0 {
-                if let Some(b) = intersector.cached_box(node) {
-                    let mut children = [0u32; 4];
-                    box_query(b, &wave.ray[i], grow, sort, &mut children);
-                    cost.box_queries += 1;
-                    cost.aabb_useful += b.useful_slots();
-                    let lane = &mut wave.state[i];
-                    lane.hit.clocks += 1;
-                    let next = traversal.after_box(&mut lane.trav, node, children);
-                    max_depth = max_depth.max(traversal.stack_depth(&lane.trav));
-                    go_on(wave, intersector, prim_id, i, next);
-                    continue;
-                }
-                if node & 4 == 0 {
-                    if let Some(bytes) = intersector.mapped_triangle(node) {
-                        batch[batched].gather(bytes, (node & 3) as usize, &wave.ray[i]);
-                        batch_lane[batched] = i;
-                        batch_node[batched] = node;
-                        batched += 1;
-                        cost.triangle_tests += 1;
-                        if batched == LANES {
-                            let mut dwords = [[0u32; 4]; LANES];
-                            triangle_query_x4(&batch, mode, &[0, 1, 2, 3], &mut dwords);
-                            for j in 0..LANES {
-                                after_triangle(
-                                    wave,
-                                    intersector,
-                                    traversal,
-                                    prim_id,
-                                    query,
-                                    batch_lane[j],
-                                    batch_node[j],
-                                    dwords[j],
-                                    &mut max_depth,
-                                    counters,
-                                );
-                            }
-                            batched = 0;
-                        }
-                        continue;
+            if let Some(b) = intersector.cached_box(node) {
+                let mut children = [0u32; 4];
+                box_query(b, &wave.ray[i], grow, sort, &mut children);
+                cost.box_queries += 1;
+                cost.aabb_useful += b.useful_slots();
+                let lane = &mut wave.state[i];
+                lane.hit.clocks += 1;
+                let next = traversal.after_box(&mut lane.trav, node, children);
+                max_depth = max_depth.max(traversal.stack_depth(&lane.trav));
+                go_on(wave, intersector, prim_id, i, next);
+                continue;
+            }
+            if let Some(bytes) = intersector.mapped_triangle(node).filter(|_| node & 4 == 0) {
+                batch_lane[batch.len()] = i;
+                batch_node[batch.len()] = node;
+                batch.push(bytes, (node & 3) as usize, &wave.ray[i]);
+                cost.triangle_tests += 1;
+                if batch.is_full() {
+                    let dwords = batch.run(mode);
+                    for j in 0..LANES {
+                        after_triangle(
+                            wave,
+                            intersector,
+                            traversal,
+                            prim_id,
+                            query,
+                            batch_lane[j],
+                            batch_node[j],
+                            dwords[j],
+                            &mut max_depth,
+                            counters,
+                        );
                     }
+                    batch.clear();
                 }
+                continue;
             }
             // Everything else: rejected registers, user nodes, the bounds check, unmapped or
             // uncached nodes.
@@ -350,15 +352,9 @@ pub(crate) fn trace_wave_inline<const W: usize, T: Traversal, P: PrimitiveIds + 
                 }
             }
         }
-        if batched > 0 {
-            let mut dwords = [[0u32; 4]; LANES];
-            triangle_query_x4(
-                &batch[..batched],
-                mode,
-                &[0, 1, 2, 3][..batched],
-                &mut dwords,
-            );
-            for j in 0..batched {
+        if !batch.is_empty() {
+            let dwords = batch.run(mode);
+            for j in 0..batch.len() {
                 after_triangle(
                     wave,
                     intersector,
@@ -372,6 +368,7 @@ pub(crate) fn trace_wave_inline<const W: usize, T: Traversal, P: PrimitiveIds + 
                     counters,
                 );
             }
+            batch.clear();
         }
         cost.clocks = cost.box_queries + cost.triangle_tests;
         td::charge(counters, wave.index, W, issued, &cost);

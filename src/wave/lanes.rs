@@ -2,8 +2,8 @@
 //! the wave instruction that runs `image_bvh_intersect_ray` for every active lane.
 
 use super::intersector::{
-    box_query, grow_factor, out_of_bounds, prefetch_lines, triangle_query_x4, BvhMemory,
-    DecodedBox, LaneRay, NodeCache, TriangleLane, BOX_MISS, LANES,
+    box_query, grow_factor, out_of_bounds, prefetch_lines, BvhMemory, CacheEntry, DecodedBox,
+    LaneRay, NodeCache, TriangleBatch, BOX_MISS, LANES,
 };
 use crate::hw::descriptor::BvhDescriptor;
 use crate::hw::instruction::{miss_encoding, InactiveReason, LaneOutcome};
@@ -177,42 +177,48 @@ pub struct WaveIntersector<'a> {
     pub cache: Option<&'a NodeCache>,
     grow: f32,
     /// Direct lookups, when the memory allows them (see [`FastMap`]).
-    fast: Option<FastMap<'a>>,
+    fast: FastMap<'a>,
 }
 
-/// What lets a node pointer skip the general fetch: pointer block `b` (`pointer >> 3`) is
-/// 64-byte block `b + shift` of memory, and every triangle pointer with `b < triangle_limit`
-/// passes the bounds check and is mapped. Box pointers are looked up in the node cache,
-/// whose entries exist only for nodes that passed the same checks.
-#[derive(Clone, Copy, Debug)]
+/// What lets a node pointer skip the general fetch: `boxes[b]` is the node cache's entry for
+/// pointer block `b` (`pointer >> 3`), and `triangles[64 b..64 b + 64]` the bytes of block
+/// `b`, cut so that every triangle pointer inside passes the bounds check and is mapped.
+/// Box entries exist only for nodes that passed the same checks when the cache was built.
+#[derive(Clone, Copy, Debug, Default)]
 struct FastMap<'a> {
-    shift: usize,
-    triangle_limit: u64,
-    /// The node cache, when it was built for this memory and descriptor.
-    cache: Option<&'a NodeCache>,
+    boxes: &'a [CacheEntry],
+    triangles: &'a [u8],
 }
 
 impl<'a> FastMap<'a> {
-    /// `None` when the image base is not a 64-byte block of memory at or after its start, or
-    /// when addresses could wrap at 2^48 (those cases take the general fetch).
+    /// Empty (everything takes the general fetch) when the image base is not a 64-byte block
+    /// of memory at or after its start, or when addresses could wrap at 2^48.
     fn new(
         memory: &BvhMemory<'a>,
         descriptor: &BvhDescriptor,
         cache: Option<&'a NodeCache>,
-    ) -> Option<FastMap<'a>> {
-        let base = descriptor.base_address_256.checked_mul(256)?;
-        let len = memory.bytes.len() as u64;
-        let base_offset = base.checked_sub(memory.va)?;
-        if base_offset % 64 != 0 || memory.va.checked_add(len)? > VA_MASK {
-            return None;
-        }
-        let mapped_blocks = len.saturating_sub(base_offset) / 64;
-        Some(FastMap {
-            shift: usize::try_from(base_offset / 64).ok()?,
-            // In bounds: address <= size_minus_one. Mapped: block + 1 <= mapped_blocks.
-            triangle_limit: mapped_blocks.min(descriptor.size_minus_one.saturating_add(1)),
-            cache: cache.filter(|c| c.built_for(memory, descriptor)),
-        })
+    ) -> FastMap<'a> {
+        let try_new = || -> Option<FastMap<'a>> {
+            let base = descriptor.base_address_256.checked_mul(256)?;
+            let len = memory.bytes.len() as u64;
+            let base_offset = base.checked_sub(memory.va)?;
+            if base_offset % 64 != 0 || memory.va.checked_add(len)? > VA_MASK || base_offset > len {
+                return None;
+            }
+            // In bounds: address <= size_minus_one. Mapped: 64 (block + 1) <= len - base.
+            let blocks =
+                ((len - base_offset) / 64).min(descriptor.size_minus_one.saturating_add(1));
+            let start = usize::try_from(base_offset).ok()?;
+            let end = start + usize::try_from(blocks).ok()? * 64;
+            let boxes = cache
+                .filter(|c| c.built_for(memory, descriptor))
+                .map_or(&[][..], |c| c.entries_from(start / 64));
+            Some(FastMap {
+                boxes,
+                triangles: &memory.bytes[start..end],
+            })
+        };
+        try_new().unwrap_or_default()
     }
 }
 
@@ -255,22 +261,20 @@ impl<'a> WaveIntersector<'a> {
         if node & 6 != 4 {
             return None;
         }
-        let fast = self.fast.as_ref()?;
-        fast.cache?
-            .entry(fast.shift + (node >> 3) as usize, node & 7)
+        let e = &self.fast.boxes.get((node >> 3) as usize)?.node;
+        (e.ty == node & 7).then_some(e)
     }
 
     /// The 64 bytes of the triangle node a triangle pointer (types 0-3) names, when the
     /// direct lookup applies; `None` means: take [`Self::lane_general`].
     #[inline(always)]
-    pub fn mapped_triangle(&self, node: u32) -> Option<&'a [u8]> {
-        let fast = self.fast.as_ref()?;
-        let block = (node >> 3) as u64;
-        if block >= fast.triangle_limit {
-            return None;
-        }
-        let offset = (fast.shift + block as usize) * 64;
-        self.memory.bytes.get(offset..offset + 64)
+    pub fn mapped_triangle(&self, node: u32) -> Option<&'a [u8; 64]> {
+        let offset = (node >> 3) as usize * 64;
+        self.fast
+            .triangles
+            .get(offset..offset + 64)?
+            .try_into()
+            .ok()
     }
 
     #[inline(always)]
@@ -303,16 +307,14 @@ impl<'a> WaveIntersector<'a> {
     /// other lanes' work.
     #[inline]
     pub fn prefetch(&self, ptr: u32) {
-        if let Some(fast) = &self.fast {
-            let index = fast.shift + (ptr >> 3) as usize;
-            match fast.cache {
-                Some(cache) if ptr & 6 == 4 => cache.prefetch_entry(index),
-                _ => {
-                    if let Some(b) = self.memory.bytes.get(index * 64) {
-                        prefetch_lines(b, 1);
-                    }
-                }
+        let block = (ptr >> 3) as usize;
+        if ptr & 6 == 4 {
+            if let Some(e) = self.fast.boxes.get(block) {
+                prefetch_lines(e as *const CacheEntry as *const u8, 2);
+                return;
             }
+        } else if let Some(b) = self.fast.triangles.get(block * 64) {
+            prefetch_lines(b, 1);
             return;
         }
         let ptr = NodePointer::from_u32(ptr);
@@ -401,16 +403,9 @@ impl<'a> WaveIntersector<'a> {
             }
             Fetched::Triangle(bytes) => {
                 let k = ty.triangle_index().expect("triangle type");
-                let mut lane = TriangleLane::default();
-                lane.gather(bytes, k, ray);
-                let mut out = [[0u32; 4]];
-                triangle_query_x4(
-                    &[lane],
-                    self.descriptor.triangle_return_mode,
-                    &[0],
-                    &mut out,
-                );
-                dwords = out[0];
+                let mut batch = TriangleBatch::default();
+                batch.push(bytes, k, ray);
+                dwords = batch.run(self.descriptor.triangle_return_mode)[0];
                 cost.triangle_tests += 1;
                 LaneOutcome::Tested
             }
@@ -426,11 +421,17 @@ impl<'a> WaveIntersector<'a> {
         out: &mut WaveResults<W>,
     ) -> InstructionCost {
         let mut cost = InstructionCost::default();
-        let mut tri_lanes = [TriangleLane::default(); LANES];
-        let mut tri_index = [0usize; LANES];
-        let mut tri_count = 0;
+        let mut batch = TriangleBatch::default();
+        let mut batch_lane = [0usize; LANES];
         let mode = self.descriptor.triangle_return_mode;
         let sort = self.descriptor.box_sort_enable;
+        let flush =
+            |batch: &TriangleBatch, batch_lane: &[usize; LANES], out: &mut WaveResults<W>| {
+                let dwords = batch.run(mode);
+                for (j, &i) in batch_lane.iter().enumerate().take(batch.len()) {
+                    out.dwords[i] = dwords[j];
+                }
+            };
         let mut exec = wave.exec;
         while exec != 0 {
             let i = exec.trailing_zeros() as usize;
@@ -449,14 +450,13 @@ impl<'a> WaveIntersector<'a> {
                 }
                 if node & 4 == 0 {
                     if let Some(bytes) = self.mapped_triangle(node) {
-                        tri_lanes[tri_count].gather(bytes, (node & 3) as usize, ray);
-                        tri_index[tri_count] = i;
-                        tri_count += 1;
+                        batch_lane[batch.len()] = i;
+                        batch.push(bytes, (node & 3) as usize, ray);
                         out.outcome[i] = LaneOutcome::Tested;
                         cost.triangle_tests += 1;
-                        if tri_count == LANES {
-                            triangle_query_x4(&tri_lanes, mode, &tri_index, &mut out.dwords);
-                            tri_count = 0;
+                        if batch.is_full() {
+                            flush(&batch, &batch_lane, out);
+                            batch.clear();
                         }
                         continue;
                     }
@@ -466,13 +466,8 @@ impl<'a> WaveIntersector<'a> {
             out.dwords[i] = dwords;
             out.outcome[i] = outcome;
         }
-        if tri_count > 0 {
-            triangle_query_x4(
-                &tri_lanes[..tri_count],
-                mode,
-                &tri_index[..tri_count],
-                &mut out.dwords,
-            );
+        if !batch.is_empty() {
+            flush(&batch, &batch_lane, out);
         }
         cost.clocks = cost.box_queries + cost.triangle_tests;
         cost
