@@ -10,12 +10,14 @@
 //! Strategies: [`FullStack`] (the default: a complete per-lane stack). Short stacks with
 //! restart or stackless walk-back plug in through the same trait (issue 6).
 
+mod chains;
 pub mod rayfile;
 pub mod short_stack;
 mod stack;
 pub mod stream;
 mod tracer;
 
+pub use chains::LeafChains;
 pub use stack::FullStack;
 pub use tracer::{Strategy, WaveTracer, WaveTracerConfig};
 

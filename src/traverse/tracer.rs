@@ -7,8 +7,8 @@
 //! number of threads.
 
 use super::{
-    hit_from_dwords, trace_wave_inline, FullStack, LaneOutput, LaneState, PrimitiveIds, Query,
-    Traversal,
+    hit_from_dwords, trace_wave_inline, FullStack, LaneOutput, LaneState, LeafChains, PrimitiveIds,
+    Query, Traversal,
 };
 use crate::bvh::query::barycentrics_f64;
 use crate::bvh::{BvhImage, Mesh};
@@ -91,6 +91,8 @@ pub struct WaveTracer {
     prim_ids: Ids,
     /// The mesh, for mode-0 barycentrics (computed in f64 as the scalar reference does).
     mesh: Option<Mesh>,
+    /// Triangle pointers stand for leaf chains ([`LeafChains`]).
+    leaf_chains: bool,
     config: WaveTracerConfig,
 }
 
@@ -172,14 +174,9 @@ impl std::fmt::Debug for WaveTracer {
 impl WaveTracer {
     /// A tracer over `image`, built from `mesh`.
     ///
-    /// Panics if the image was built with leaf chains (`BuildOptions::leaf_chains`): the wave
-    /// loop issues one triangle per pointer and does not walk chains yet (use
-    /// `bvh::closest_hit_scalar` for such images).
+    /// An image built with leaf chains (`BuildOptions::leaf_chains`) is traversed with
+    /// [`LeafChains`] around the strategy.
     pub fn new(image: &BvhImage, mesh: &Mesh, config: WaveTracerConfig) -> WaveTracer {
-        assert!(
-            !image.leaf_chains,
-            "WaveTracer does not walk leaf chains; build without BuildOptions::leaf_chains"
-        );
         let ids = ImageIds::new(image, mesh.len() as u32);
         let mut tracer = WaveTracer::with_ids(
             image.bytes.clone(),
@@ -192,6 +189,7 @@ impl WaveTracer {
         if image.descriptor.triangle_return_mode == TriangleReturnMode::TriangleId {
             tracer.mesh = Some(mesh.clone());
         }
+        tracer.leaf_chains = image.leaf_chains;
         tracer
     }
 
@@ -230,6 +228,7 @@ impl WaveTracer {
             cache,
             prim_ids,
             mesh: None,
+            leaf_chains: false,
             config,
         }
     }
@@ -273,12 +272,18 @@ impl WaveTracer {
         counters: &mut Counters,
     ) {
         assert_eq!(rays.len(), out.len(), "one output per ray");
-        match (self.config.wave, self.config.strategy) {
-            (WaveWidth::W32, Strategy::FullStack) => {
+        match (self.config.wave, self.config.strategy, self.leaf_chains) {
+            (WaveWidth::W32, Strategy::FullStack, false) => {
                 self.run::<32, _>(&FullStack, rays, query, out, counters)
             }
-            (WaveWidth::W64, Strategy::FullStack) => {
+            (WaveWidth::W64, Strategy::FullStack, false) => {
                 self.run::<64, _>(&FullStack, rays, query, out, counters)
+            }
+            (WaveWidth::W32, Strategy::FullStack, true) => {
+                self.run::<32, _>(&LeafChains(FullStack), rays, query, out, counters)
+            }
+            (WaveWidth::W64, Strategy::FullStack, true) => {
+                self.run::<64, _>(&LeafChains(FullStack), rays, query, out, counters)
             }
         }
     }
