@@ -277,22 +277,36 @@ pub(crate) fn trace_wave_inline<const W: usize, T: Traversal, P: PrimitiveIds + 
             };
             wave.retire(i, LaneStatus::Deactivated(reason));
         }
+        // Box lanes first, then the rest: grouping lanes by node type keeps the branches
+        // predictable (lanes are independent, so the order does not change any result).
+        let mut boxes = 0u64;
+        for (i, node) in wave.node.iter().enumerate() {
+            boxes |= ((node & 6 == 4) as u64) << i;
+        }
+        let mut box_lanes = exec & boxes;
+        exec &= !boxes;
+        while box_lanes != 0 {
+            let i = box_lanes.trailing_zeros() as usize;
+            box_lanes &= box_lanes - 1;
+            let node = wave.node[i];
+            let Some(b) = intersector.cached_box(node) else {
+                exec |= 1 << i;
+                continue;
+            };
+            let mut children = [0u32; 4];
+            box_query(b, &wave.ray[i], grow, sort, &mut children);
+            cost.box_queries += 1;
+            cost.aabb_useful += b.useful_slots();
+            let lane = &mut wave.state[i];
+            lane.hit.clocks += 1;
+            let next = traversal.after_box(&mut lane.trav, node, children);
+            max_depth = max_depth.max(traversal.stack_depth(&lane.trav));
+            go_on(wave, intersector, prim_id, i, next);
+        }
         while exec != 0 {
             let i = exec.trailing_zeros() as usize;
             exec &= exec - 1;
             let node = wave.node[i];
-            if let Some(b) = intersector.cached_box(node) {
-                let mut children = [0u32; 4];
-                box_query(b, &wave.ray[i], grow, sort, &mut children);
-                cost.box_queries += 1;
-                cost.aabb_useful += b.useful_slots();
-                let lane = &mut wave.state[i];
-                lane.hit.clocks += 1;
-                let next = traversal.after_box(&mut lane.trav, node, children);
-                max_depth = max_depth.max(traversal.stack_depth(&lane.trav));
-                go_on(wave, intersector, prim_id, i, next);
-                continue;
-            }
             if let Some(bytes) = intersector.mapped_triangle(node).filter(|_| node & 4 == 0) {
                 batch_lane[batch.len()] = i;
                 batch_node[batch.len()] = node;
