@@ -350,13 +350,12 @@ pub fn dominant_rotation(dir: [f32; 3]) -> [usize; 3] {
     let mag = dir.map(f32::abs);
     // max_mag = max(|x|, max(|y|, |z|)) (NaN-ignoring; direction is never NaN here)
     let max_mag = mag[0].max(mag[1].max(mag[2]));
-    if mag[0] == max_mag {
-        [1, 2, 0]
-    } else if mag[1] == max_mag {
-        [2, 0, 1]
-    } else {
-        [0, 1, 2]
-    }
+    // Dominant axis 0, 1 or 2 without branches (the ray's axis is unpredictable per lane).
+    let not_x = (mag[0] != max_mag) as usize;
+    let not_y = (mag[1] != max_mag) as usize;
+    let axis = not_x * (1 + not_y);
+    const ROTATIONS: [[usize; 3]; 3] = [[1, 2, 0], [2, 0, 1], [0, 1, 2]];
+    ROTATIONS[axis]
 }
 
 impl TriangleBatch {
