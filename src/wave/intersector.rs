@@ -693,6 +693,36 @@ impl BvhMemory<'_> {
 mod tests {
     use super::*;
 
+    /// The branch-free rotation against the reference's dominant axis
+    /// (`hw::triangle::dominant_axis`, written independently) on every sign and tie pattern
+    /// of magnitudes drawn from {0, 1, 2}, zeros of both signs and infinities included.
+    #[test]
+    fn dominant_rotation_matches_the_reference_axis() {
+        let values = [
+            0.0,
+            -0.0,
+            1.0,
+            -1.0,
+            2.0,
+            -2.0,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+        ];
+        let mut cases = 0;
+        for &x in &values {
+            for &y in &values {
+                for &z in &values {
+                    let dir = [x, y, z];
+                    let axis = crate::hw::triangle::dominant_axis(dir);
+                    // The rotation puts the dominant axis last ("z").
+                    assert_eq!(dominant_rotation(dir)[2], axis, "{dir:?}");
+                    cases += 1;
+                }
+            }
+        }
+        assert_eq!(cases, 512);
+    }
+
     /// The SIMD sorting network against the scalar one (an independent formulation: five
     /// sequential compare-swaps on f32 keys) on every pattern of valid/invalid slots with
     /// keys drawn from a small set that forces ties, zeros of both signs, the smallest
