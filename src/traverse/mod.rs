@@ -262,6 +262,7 @@ pub(crate) fn trace_wave_inline<const W: usize, T: Traversal, P: PrimitiveIds + 
     let mut batch = TriangleBatch::default();
     let mut batch_lane = [0usize; LANES];
     let mut batch_node = [0u32; LANES];
+    let mut wave_cost = td::WaveCost::default();
     while wave.exec != 0 {
         let issued = wave.exec.count_ones();
         let mut cost = InstructionCost::default();
@@ -387,8 +388,9 @@ pub(crate) fn trace_wave_inline<const W: usize, T: Traversal, P: PrimitiveIds + 
             batch.clear();
         }
         cost.clocks = cost.box_queries + cost.triangle_tests;
-        td::charge(counters, wave.index, W, issued, &cost);
+        wave_cost.add(W, issued, &cost);
     }
+    wave_cost.charge(counters, wave.index);
     counters.trav_max_stack_depth = counters.trav_max_stack_depth.max(max_depth as u64);
     for (i, o) in out.iter_mut().enumerate().take(rays.len()) {
         let h = &wave.state[i].hit;
