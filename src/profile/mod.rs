@@ -28,6 +28,7 @@ use crate::hw::peak::ConsoleConfig;
 use crate::math::{Hit, Ray};
 use crate::traverse::short_stack::{ChildOrder, CountedTraversal, TrailStack, WalkBack};
 use crate::traverse::stream::{trace_stream, StreamStats};
+use crate::traverse::WaveRun;
 use crate::traverse::{FullStack, LaneOutput, LaneState, Query};
 use crate::wave::{td, BvhMemory, NodeCache, Wave, WaveIntersector, WaveWidth};
 use crate::{Error, Result};
@@ -476,14 +477,17 @@ fn run<const W: usize, T: CountedTraversal>(
             let mut counters = Counters::default();
             let mut stats = StreamStats::default();
             let mut wave: Box<Wave<W, LaneState<T::Lane>>> = Box::new(Wave::new(0));
+            let run = WaveRun {
+                intersector: &intersector,
+                traversal,
+                root: image.root,
+                prim_id: &prim_id,
+                query: query.query(),
+            };
             for (j, (rays, out)) in rays.chunks(batch).zip(out.chunks_mut(batch)).enumerate() {
                 let first = (b * BLOCK_RAYS / batch + j) as u64;
                 trace_stream(
-                    &intersector,
-                    traversal,
-                    image.root,
-                    &prim_id,
-                    query.query(),
+                    &run,
                     first,
                     rays,
                     variant.refill,

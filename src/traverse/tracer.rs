@@ -7,8 +7,8 @@
 //! number of threads.
 
 use super::{
-    hit_from_dwords, trace_wave_inline, FullStack, LaneOutput, LaneState, LeafChains, PrimitiveIds,
-    Query, Traversal,
+    hit_from_dwords, FullStack, LaneOutput, LaneState, LeafChains, PrimitiveIds, Query, Traversal,
+    WaveRun,
 };
 use crate::bvh::query::barycentrics_f64;
 use crate::bvh::{BvhImage, Mesh};
@@ -320,11 +320,13 @@ impl WaveTracer {
             let mut local = Counters::default();
             let mut wave: Box<Wave<W, LaneState<T::Lane>>> = Box::new(Wave::new(0));
             let job = WaveBlock {
-                intersector: &intersector,
-                traversal,
-                root: self.root,
-                prim_id,
-                query,
+                run: WaveRun {
+                    intersector: &intersector,
+                    traversal,
+                    root: self.root,
+                    prim_id,
+                    query,
+                },
                 first_wave: (b * CHUNK_WAVES) as u64,
             };
             #[cfg(target_arch = "x86_64")]
@@ -388,11 +390,7 @@ fn cpu_has_avx2() -> bool {
 
 /// Consecutive waves of one parallel block, and what they share.
 struct WaveBlock<'a, T, P: ?Sized> {
-    intersector: &'a WaveIntersector<'a>,
-    traversal: &'a T,
-    root: u32,
-    prim_id: &'a P,
-    query: Query,
+    run: WaveRun<'a, T, P>,
     first_wave: u64,
 }
 
@@ -407,18 +405,8 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveBlock<'_, T, P> {
         counters: &mut Counters,
     ) {
         for (w, (rays, out)) in rays.chunks(W).zip(out.chunks_mut(W)).enumerate() {
-            trace_wave_inline(
-                self.intersector,
-                self.traversal,
-                self.root,
-                self.prim_id,
-                self.query,
-                self.first_wave + w as u64,
-                rays,
-                wave,
-                out,
-                counters,
-            );
+            self.run
+                .trace_wave(self.first_wave + w as u64, rays, wave, out, counters);
         }
     }
 

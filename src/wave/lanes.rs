@@ -372,34 +372,14 @@ impl<'a> WaveIntersector<'a> {
                 cost.user_nodes += 1;
                 LaneOutcome::UserNode
             }
-            Fetched::Box(b) => {
-                box_query(
-                    b,
-                    ray,
-                    self.grow,
-                    self.descriptor.box_sort_enable,
-                    &mut dwords,
-                );
-                cost.box_queries += 1;
-                cost.aabb_useful += b.useful_slots();
-                LaneOutcome::Tested
-            }
+            Fetched::Box(b) => self.box_lane(b, ray, &mut dwords, cost),
             Fetched::BoxBytes(bytes, ty) => {
                 let b = if ty == NodeType::BoxF32 {
                     DecodedBox::from_box32(bytes)
                 } else {
                     DecodedBox::from_box16(bytes)
                 };
-                box_query(
-                    &b,
-                    ray,
-                    self.grow,
-                    self.descriptor.box_sort_enable,
-                    &mut dwords,
-                );
-                cost.box_queries += 1;
-                cost.aabb_useful += b.useful_slots();
-                LaneOutcome::Tested
+                self.box_lane(&b, ray, &mut dwords, cost)
             }
             Fetched::Triangle(bytes) => {
                 let k = ty.triangle_index().expect("triangle type");
@@ -413,6 +393,21 @@ impl<'a> WaveIntersector<'a> {
         (dwords, outcome)
     }
 
+    /// One lane's box query of a decoded node, counted in `cost`.
+    #[inline(always)]
+    fn box_lane(
+        &self,
+        node: &DecodedBox,
+        ray: &LaneRay,
+        out: &mut [u32; 4],
+        cost: &mut InstructionCost,
+    ) -> LaneOutcome {
+        box_query(node, ray, self.grow, self.descriptor.box_sort_enable, out);
+        cost.box_queries += 1;
+        cost.aabb_useful += node.useful_slots();
+        LaneOutcome::Tested
+    }
+
     /// Runs the instruction for every lane in `wave.exec`; lanes off exec are untouched in
     /// `out`. Returns what it cost.
     pub fn issue<const W: usize, S>(
@@ -424,7 +419,6 @@ impl<'a> WaveIntersector<'a> {
         let mut batch = TriangleBatch::default();
         let mut batch_lane = [0usize; LANES];
         let mode = self.descriptor.triangle_return_mode;
-        let sort = self.descriptor.box_sort_enable;
         let flush =
             |batch: &TriangleBatch, batch_lane: &[usize; LANES], out: &mut WaveResults<W>| {
                 let dwords = batch.run(mode);
@@ -442,10 +436,7 @@ impl<'a> WaveIntersector<'a> {
             // is off.
             if ray_is_active(ray) {
                 if let Some(b) = self.cached_box(node) {
-                    box_query(b, ray, self.grow, sort, &mut out.dwords[i]);
-                    out.outcome[i] = LaneOutcome::Tested;
-                    cost.box_queries += 1;
-                    cost.aabb_useful += b.useful_slots();
+                    out.outcome[i] = self.box_lane(b, ray, &mut out.dwords[i], &mut cost);
                     continue;
                 }
                 if node & 4 == 0 {
