@@ -6,6 +6,7 @@
 //! ([`crate::bvh::BuildOptions::leaf_chains`]). Each triangle is still one instruction: the
 //! chain only decides which node a lane asks for next.
 
+use super::short_stack::{CountedTraversal, LaneEvents};
 use super::Traversal;
 
 /// Walks leaf chains on top of any strategy `T`: after triangle k > 0 the lane asks for
@@ -43,6 +44,12 @@ impl<T: Traversal> Traversal for LeafChains<T> {
     #[inline(always)]
     fn stack_depth(&self, lane: &Self::Lane) -> usize {
         self.0.stack_depth(lane)
+    }
+}
+
+impl<T: CountedTraversal> CountedTraversal for LeafChains<T> {
+    fn take_events(&self, lane: &mut Self::Lane) -> LaneEvents {
+        self.0.take_events(lane)
     }
 }
 
