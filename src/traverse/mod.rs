@@ -318,8 +318,7 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
                     }
                     continue;
                 }
-                // Everything else: rejected registers, user nodes, the bounds check, unmapped or
-                // uncached nodes.
+                // Everything else: user nodes, the bounds check, unmapped memory, uncached boxes.
                 let (dwords, outcome) = intersector.lane_general(node, &wave.ray[i], &mut cost);
                 match outcome {
                     LaneOutcome::Inactive(reason) => {
