@@ -12,7 +12,7 @@ use wavetrace::profile::rays::{PinholeCamera, SplitMix64};
 use wavetrace::profile::{self, QueryKind, RayKind, RaySet, TraversalKind, Variant};
 use wavetrace::traverse::short_stack::{ChildOrder, TrailStack};
 use wavetrace::traverse::stream::{trace_stream, StreamStats};
-use wavetrace::traverse::{trace_wave, FullStack, LaneOutput, LaneState, Query};
+use wavetrace::traverse::{FullStack, LaneOutput, LaneState, Query, WaveRun};
 use wavetrace::wave::{BvhMemory, NodeCache, Wave, WaveIntersector};
 
 fn shared(name: &str) -> Mesh {
@@ -167,21 +167,25 @@ fn stream_without_refill_is_the_shared_wave_loop() {
     let ix = WaveIntersector::new(memory, image.descriptor, Some(&cache));
     let prim = |p: u32, d: &[u32; 4]| image.primitive_id(p, d);
     for query in [Query::ClosestHit, Query::AnyHit] {
+        let run = WaveRun {
+            intersector: &ix,
+            traversal: &FullStack,
+            root: image.root,
+            prim_id: &prim,
+            query,
+        };
         let mut a = vec![LaneOutput::default(); rays.len()];
         let mut ca = Counters::default();
         let mut wave: Box<Wave<32, LaneState<_>>> = Box::new(Wave::new(0));
         for (w, (r, o)) in rays.chunks(32).zip(a.chunks_mut(32)).enumerate() {
-            trace_wave(
-                &ix, &FullStack, image.root, &prim, query, w as u64, r, &mut wave, o, &mut ca,
-            );
+            run.trace_wave(w as u64, r, &mut wave, o, &mut ca);
         }
         let mut b = vec![LaneOutput::default(); rays.len()];
         let mut cb = Counters::default();
         let mut stats = StreamStats::default();
         let mut wave: Box<Wave<32, LaneState<_>>> = Box::new(Wave::new(0));
         trace_stream(
-            &ix, &FullStack, image.root, &prim, query, 0, &rays, false, &mut wave, &mut b, &mut cb,
-            &mut stats,
+            &run, 0, &rays, false, &mut wave, &mut b, &mut cb, &mut stats,
         );
         assert_eq!(ca, cb, "{query:?} counters");
         for (x, y) in a.iter().zip(&b) {
@@ -266,20 +270,14 @@ fn stackless_trail_issues_exactly_one_restart_per_dropped_sibling_subtree() {
     let mut c = Counters::default();
     let mut s = StreamStats::default();
     let mut wave: Box<Wave<32, LaneState<_>>> = Box::new(Wave::new(0));
-    trace_stream(
-        &ix,
-        &trav,
-        image.root,
-        &prim,
-        Query::AnyHit,
-        0,
-        &rays,
-        false,
-        &mut wave,
-        &mut out,
-        &mut c,
-        &mut s,
-    );
+    let run = WaveRun {
+        intersector: &ix,
+        traversal: &trav,
+        root: image.root,
+        prim_id: &prim,
+        query: Query::AnyHit,
+    };
+    trace_stream(&run, 0, &rays, false, &mut wave, &mut out, &mut c, &mut s);
     // Every restart re-enters at the root: restarts <= dropped siblings (each dropped sibling
     // is reached by at most one restart; culled ones by none).
     assert!(s.events.restarts > 0);

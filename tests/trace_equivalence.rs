@@ -145,9 +145,23 @@ fn wave_tracer_matches_the_scalar_traversal() {
             box_grow_ulps: 6,
             ..Default::default()
         },
+        // Leaf chains: the wave loop walks triangles k..0 of a node, one instruction each.
+        BuildOptions {
+            box_format: BoxFormat::Fp16,
+            triangles_per_node: 4,
+            leaf_chains: true,
+            ..Default::default()
+        },
+        BuildOptions {
+            triangles_per_node: 2,
+            return_mode: TriangleReturnMode::TriangleId,
+            leaf_chains: true,
+            ..Default::default()
+        },
     ];
     for (k, opts) in options.iter().enumerate() {
         let built = build(&mesh, opts).unwrap();
+        assert_eq!(built.image.leaf_chains, opts.leaf_chains);
         for wave in [WaveWidth::W32, WaveWidth::W64] {
             let tracer = WaveTracer::new(
                 &built.image,

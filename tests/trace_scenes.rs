@@ -16,7 +16,7 @@
 
 use std::path::{Path, PathBuf};
 use wavetrace::bvh::{
-    build, closest_hit_scalar, refine_hit_distance, BuildOptions, BvhImage, Mesh,
+    build, closest_hit_scalar, refine_hit_distance, BoxFormat, BuildOptions, BvhImage, Mesh,
 };
 use wavetrace::counters::Counters;
 use wavetrace::math::Hit;
@@ -100,9 +100,10 @@ fn check(image: &BvhImage, mesh: &Mesh, tracer: &WaveTracer, scene: &str, set: &
     assert!(counters.td_clocks > 0 && counters.td_box_queries > 0);
 }
 
-fn scene(scene: &str, wave: WaveWidth) {
+fn scene(scene: &str, wave: WaveWidth, options: &BuildOptions) {
     let mesh = Mesh::load_obj(&scenes().join(format!("{scene}.obj.gz"))).unwrap();
-    let built = build(&mesh, &BuildOptions::default()).unwrap();
+    let built = build(&mesh, options).unwrap();
+    assert_eq!(built.image.leaf_chains, options.leaf_chains);
     let tracer = WaveTracer::new(
         &built.image,
         &mesh,
@@ -117,10 +118,23 @@ fn scene(scene: &str, wave: WaveWidth) {
 
 #[test]
 fn bunny_agrees_with_embree() {
-    scene("bunny", WaveWidth::W32);
+    scene("bunny", WaveWidth::W32, &BuildOptions::default());
 }
 
 #[test]
 fn sponza_agrees_with_embree() {
-    scene("sponza", WaveWidth::W64);
+    scene("sponza", WaveWidth::W64, &BuildOptions::default());
+}
+
+/// The smallest image: FP16 boxes, four triangles per node behind one box slot (leaf
+/// chains, walked by the traversal shader).
+#[test]
+fn sponza_chain_image_agrees_with_embree() {
+    let options = BuildOptions {
+        box_format: BoxFormat::Fp16,
+        triangles_per_node: 4,
+        leaf_chains: true,
+        ..Default::default()
+    };
+    scene("sponza", WaveWidth::W32, &options);
 }

@@ -22,10 +22,9 @@ pub enum OrderArg {
     Bfs,
 }
 
-#[derive(clap::Args)]
-pub struct BvhArgs {
-    /// Mesh to build (.obj or .obj.gz).
-    pub mesh: PathBuf,
+/// Build options, shared by the commands that build a BVH (defaults: `BuildOptions`'s).
+#[derive(clap::Args, Clone, Debug)]
+pub struct BuildArgs {
     /// Box node format.
     #[arg(long = "box", value_enum, default_value = "mixed")]
     pub box_format: BoxArg,
@@ -45,12 +44,44 @@ pub struct BvhArgs {
     #[arg(long)]
     pub splits: bool,
     /// Leaf chains: fan clusters in one triangle node behind one box slot (type k = triangles
-    /// k..0); needs --tris-per-node 2 or 4.
+    /// k..0, as the driver's pair compression); needs --tris-per-node 2 or 4.
     #[arg(long)]
     pub chains: bool,
     /// Descriptor box grow (ULPs).
     #[arg(long, default_value_t = 0)]
     pub grow: u8,
+}
+
+impl BuildArgs {
+    pub fn options(&self) -> BuildOptions {
+        BuildOptions {
+            box_format: match self.box_format {
+                BoxArg::Fp32 => BoxFormat::Fp32,
+                BoxArg::Fp16 => BoxFormat::Fp16,
+                BoxArg::Mixed => BoxFormat::Mixed {
+                    max_area_growth: self.max_area_growth,
+                },
+            },
+            triangles_per_node: self.tris_per_node,
+            return_mode: TriangleReturnMode::from_bit(self.mode as u32),
+            node_order: match self.order {
+                OrderArg::Dfs => NodeOrder::DepthFirst,
+                OrderArg::Bfs => NodeOrder::BreadthFirst,
+            },
+            spatial_splits: self.splits,
+            box_grow_ulps: self.grow,
+            box_sort: true,
+            leaf_chains: self.chains,
+        }
+    }
+}
+
+#[derive(clap::Args)]
+pub struct BvhArgs {
+    /// Mesh to build (.obj or .obj.gz).
+    pub mesh: PathBuf,
+    #[command(flatten)]
+    pub build: BuildArgs,
     /// Worker threads (default: all cores).
     #[arg(long)]
     pub threads: Option<usize>,
@@ -63,25 +94,7 @@ pub struct BvhArgs {
 }
 
 pub fn run(args: BvhArgs) -> Result<i32> {
-    let options = BuildOptions {
-        box_format: match args.box_format {
-            BoxArg::Fp32 => BoxFormat::Fp32,
-            BoxArg::Fp16 => BoxFormat::Fp16,
-            BoxArg::Mixed => BoxFormat::Mixed {
-                max_area_growth: args.max_area_growth,
-            },
-        },
-        triangles_per_node: args.tris_per_node,
-        return_mode: TriangleReturnMode::from_bit(args.mode as u32),
-        node_order: match args.order {
-            OrderArg::Dfs => NodeOrder::DepthFirst,
-            OrderArg::Bfs => NodeOrder::BreadthFirst,
-        },
-        spatial_splits: args.splits,
-        box_grow_ulps: args.grow,
-        box_sort: true,
-        leaf_chains: args.chains,
-    };
+    let options = args.build.options();
     let pool = super::thread_pool(args.threads)?;
 
     let start = Instant::now();

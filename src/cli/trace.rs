@@ -6,7 +6,7 @@ use clap::ValueEnum;
 use serde::Serialize;
 use std::path::PathBuf;
 use std::time::Instant;
-use wavetrace::bvh::{self, BuildOptions, Mesh};
+use wavetrace::bvh::{self, Mesh};
 use wavetrace::counters::report::Report;
 use wavetrace::counters::Counters;
 use wavetrace::hw::peak::{SERIES_S, SERIES_X};
@@ -46,6 +46,8 @@ pub struct TraceArgs {
     /// Traversal shader.
     #[arg(long, value_enum, default_value = "full-stack")]
     pub traversal: TraversalArg,
+    #[command(flatten)]
+    pub build: super::bvh::BuildArgs,
     /// Worker threads (default: all cores).
     #[arg(long)]
     pub threads: Option<usize>,
@@ -65,6 +67,8 @@ struct Stats<'a> {
     rays_file: String,
     rays: u64,
     triangles: usize,
+    /// The BVH build options.
+    options: String,
     /// BVH build + encode, seconds.
     build_seconds: f64,
     /// Tracing only, seconds.
@@ -87,7 +91,7 @@ pub fn run(args: TraceArgs) -> Result<i32> {
     let mesh = Mesh::load_obj(&args.mesh)?;
     let rays = read_rays(&args.rays)?;
     let start = Instant::now();
-    let built = pool.install(|| bvh::build(&mesh, &BuildOptions::default()))?;
+    let built = pool.install(|| bvh::build(&mesh, &args.build.options()))?;
     let build_seconds = start.elapsed().as_secs_f64();
     let config = WaveTracerConfig {
         wave: WaveWidth::from_lanes(args.wave)
@@ -137,6 +141,7 @@ pub fn run(args: TraceArgs) -> Result<i32> {
             rays_file: args.rays.display().to_string(),
             rays: counters.rays,
             triangles: mesh.len(),
+            options: format!("{:?}", args.build.options()),
             build_seconds,
             trace_seconds,
             threads,

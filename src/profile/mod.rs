@@ -29,6 +29,7 @@ use crate::math::{Hit, Ray};
 use crate::traverse::short_stack::{ChildOrder, CountedTraversal, TrailStack, WalkBack};
 use crate::traverse::stream::{trace_stream, StreamStats};
 use crate::traverse::{FullStack, LaneOutput, LaneState, Query};
+use crate::traverse::{LeafChains, WaveRun};
 use crate::wave::{td, BvhMemory, NodeCache, Wave, WaveIntersector, WaveWidth};
 use crate::{Error, Result};
 use rayon::prelude::*;
@@ -108,7 +109,7 @@ impl Variant {
             TraversalKind::StacklessTrail => "stackless restart trail".to_string(),
         };
         format!(
-            "{trav}; sort {}; {}; boxes {boxes}; {} tris/node; {}; wave{}{}; rays {}",
+            "{trav}; sort {}; {}; boxes {boxes}; {} tris/node{}; {}; wave{}{}; rays {}",
             if b.box_sort { "on" } else { "off" },
             if self.leaf_first {
                 "leaf-first"
@@ -116,6 +117,7 @@ impl Variant {
                 "nearest-first"
             },
             b.triangles_per_node,
+            if b.leaf_chains { " chained" } else { "" },
             if b.spatial_splits {
                 "SAH + spatial splits"
             } else {
@@ -167,6 +169,16 @@ pub fn all_variants() -> Vec<Variant> {
     }));
     out.push(with("tris-4", "triangle node", &|v| {
         v.build.triangles_per_node = 4
+    }));
+    // Leaf chains: one box slot per node, the shader walks triangles k..0 (the driver's pair
+    // compression with 2; with FP16 boxes and 4 the smallest image).
+    out.push(with("chains-2", "triangle node", &|v| {
+        v.build.leaf_chains = true
+    }));
+    out.push(with("chains-4-fp16", "triangle node", &|v| {
+        v.build.leaf_chains = true;
+        v.build.triangles_per_node = 4;
+        v.build.box_format = BoxFormat::Fp16
     }));
     out.push(with("wave64", "wave", &|v| v.wave = WaveWidth::W64));
     out.push(with("refill-w32", "wave", &|v| v.refill = true));
@@ -392,37 +404,22 @@ pub fn trace_variant(
         capacity: usize::MAX,
         order,
     };
+    // Chain images: the same strategy with the chain walk around it.
+    macro_rules! go {
+        ($traversal:expr) => {
+            if image.leaf_chains {
+                run_width(variant, image, mesh, rays, query, &LeafChains($traversal))
+            } else {
+                run_width(variant, image, mesh, rays, query, &$traversal)
+            }
+        };
+    }
     match (variant.traversal, variant.leaf_first || !order.sorted) {
-        (TraversalKind::FullStack, false) => {
-            run_width(variant, image, mesh, rays, query, &FullStack)
-        }
-        (TraversalKind::FullStack, true) => {
-            run_width(variant, image, mesh, rays, query, &leaf_first_stack)
-        }
-        (TraversalKind::RestartTrail(n), _) => run_width(
-            variant,
-            image,
-            mesh,
-            rays,
-            query,
-            &TrailStack { capacity: n, order },
-        ),
-        (TraversalKind::StacklessTrail, _) => run_width(
-            variant,
-            image,
-            mesh,
-            rays,
-            query,
-            &TrailStack { capacity: 0, order },
-        ),
-        (TraversalKind::WalkBack(n), _) => run_width(
-            variant,
-            image,
-            mesh,
-            rays,
-            query,
-            &WalkBack::new(n, order, image),
-        ),
+        (TraversalKind::FullStack, false) => go!(FullStack),
+        (TraversalKind::FullStack, true) => go!(leaf_first_stack),
+        (TraversalKind::RestartTrail(n), _) => go!(TrailStack { capacity: n, order }),
+        (TraversalKind::StacklessTrail, _) => go!(TrailStack { capacity: 0, order }),
+        (TraversalKind::WalkBack(n), _) => go!(WalkBack::new(n, order, image)),
     }
 }
 
@@ -476,14 +473,17 @@ fn run<const W: usize, T: CountedTraversal>(
             let mut counters = Counters::default();
             let mut stats = StreamStats::default();
             let mut wave: Box<Wave<W, LaneState<T::Lane>>> = Box::new(Wave::new(0));
+            let run = WaveRun {
+                intersector: &intersector,
+                traversal,
+                root: image.root,
+                prim_id: &prim_id,
+                query: query.query(),
+            };
             for (j, (rays, out)) in rays.chunks(batch).zip(out.chunks_mut(batch)).enumerate() {
                 let first = (b * BLOCK_RAYS / batch + j) as u64;
                 trace_stream(
-                    &intersector,
-                    traversal,
-                    image.root,
-                    &prim_id,
-                    query.query(),
+                    &run,
                     first,
                     rays,
                     variant.refill,

@@ -2,7 +2,7 @@
 //!
 //! A traversal is a [`Traversal`] strategy (what a lane does with the four dwords the
 //! instruction returns: which node to ask for next) driven by one shared wave loop
-//! ([`trace_wave`]) that, per step, issues the instruction for every active lane at once
+//! ([`WaveRun::trace_wave`]) that, per step, issues the instruction for every active lane at once
 //! (lanes may ask for different node types in the same step), then lets each lane consume
 //! its result. Hit bookkeeping (closest hit / any hit, software `tmin`, `t = t_num / t_denom`
 //! against the current closest, passed back as the ray extent) is common to all strategies.
@@ -10,12 +10,14 @@
 //! Strategies: [`FullStack`] (the default: a complete per-lane stack). Short stacks with
 //! restart or stackless walk-back plug in through the same trait (issue 6).
 
+mod chains;
 pub mod rayfile;
 pub mod short_stack;
 mod stack;
 pub mod stream;
 mod tracer;
 
+pub use chains::LeafChains;
 pub use stack::FullStack;
 pub use tracer::{Strategy, WaveTracer, WaveTracerConfig};
 
@@ -38,8 +40,9 @@ use crate::counters::Counters;
 use crate::hw::instruction::LaneOutcome;
 use crate::hw::pointer::{NodePointer, NodeType};
 use crate::math::{Hit, Ray};
-use crate::wave::intersector::{LaneRay, INVALID};
-use crate::wave::{td, LaneStatus, Wave, WaveIntersector, WaveResults};
+use crate::wave::intersector::{box_query, LaneRay, TriangleBatch, INVALID, LANES};
+use crate::wave::lanes::ray_is_active;
+use crate::wave::{td, InstructionCost, LaneStatus, Wave, WaveIntersector};
 
 /// A traversal strategy: the per-lane part of a traversal shader.
 ///
@@ -133,6 +136,21 @@ impl LaneHit {
     }
 }
 
+impl LaneHit {
+    /// What the lane produced, counting a hit in `counters.rays_hit`.
+    pub fn output(&self, counters: &mut Counters) -> LaneOutput {
+        if self.best.is_some() {
+            counters.rays_hit += 1;
+        }
+        LaneOutput {
+            best: self.best,
+            prim_id: self.best_prim,
+            t: self.best_t,
+            clocks: self.clocks,
+        }
+    }
+}
+
 /// A lane's state in the wave loop: the strategy's part and the hit bookkeeping.
 #[derive(Debug, Default)]
 pub struct LaneState<L> {
@@ -165,119 +183,263 @@ pub struct LaneOutput {
     pub clocks: u32,
 }
 
-/// Runs one wave over `rays` (at most `W`): sets up lanes, loops issuing the instruction
-/// for all active lanes until every lane is off, and writes each lane's result to `out`.
-/// `wave` is scratch reused between calls (its stacks keep their capacity).
-///
-/// Acceptance rules (the same as [`crate::bvh::closest_hit_scalar`]): a ray with
-/// `!(tmin <= tmax)` is not traced (its lane stays off; a NaN `tmax` is left to the
-/// instruction, which deactivates the lane). A triangle result counts when
-/// `t = t_num / t_denom` is finite, `tmin <= t <= best_t`, `prim_id(pointer, dwords)` is a
-/// primitive (not `u32::MAX`), and at an equal t only a smaller primitive id replaces the
-/// current hit, so the result does not depend on the traversal order.
-#[allow(clippy::too_many_arguments)]
-pub fn trace_wave<const W: usize, T: Traversal, P: PrimitiveIds + ?Sized>(
-    intersector: &WaveIntersector,
+/// What every wave of a dispatch shares: the instruction, the traversal shader, the root
+/// node, the primitive-id map and the query.
+pub struct WaveRun<'a, T, P: ?Sized> {
+    pub intersector: &'a WaveIntersector<'a>,
+    pub traversal: &'a T,
+    pub root: u32,
+    pub prim_id: &'a P,
+    pub query: Query,
+}
+
+impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
+    /// Runs one wave over `rays` (at most `W`): sets up lanes, loops issuing the instruction
+    /// for all active lanes until every lane is off, and writes each lane's result to `out`.
+    /// `wave` is scratch reused between calls (its stacks keep their capacity).
+    ///
+    /// Acceptance rules (the same as [`crate::bvh::closest_hit_scalar`]): a ray with
+    /// `!(tmin <= tmax)` is not traced (its lane stays off; a NaN `tmax` is left to the
+    /// instruction, which deactivates the lane). A triangle result counts when
+    /// `t = t_num / t_denom` is finite, `tmin <= t <= best_t`, `prim_id(pointer, dwords)` is a
+    /// primitive (not `u32::MAX`), and at an equal t only a smaller primitive id replaces the
+    /// current hit, so the result does not depend on the traversal order.
+    ///
+    /// Each step is one wave instruction: every active lane's query runs and is charged to the
+    /// wave's TD. Lanes never read each other's state, so a lane consumes its four dwords as soon
+    /// as they are computed (a box result at once, triangle results four lanes at a time as the
+    /// SIMD triangle test produces them): the outcome is the same as computing all lanes first
+    /// and consuming after, which [`stream::trace_stream`] does (`tests/profile_equivalence.rs`
+    /// checks both give the same hits and counters).
+    #[inline(always)]
+    pub fn trace_wave<const W: usize>(
+        &self,
+        wave_index: u64,
+        rays: &[Ray],
+        wave: &mut Wave<W, LaneState<T::Lane>>,
+        out: &mut [LaneOutput],
+        counters: &mut Counters,
+    ) {
+        let (intersector, traversal, root, prim_id) =
+            (self.intersector, self.traversal, self.root, self.prim_id);
+        assert!(rays.len() <= W && out.len() >= rays.len());
+        wave.index = wave_index;
+        wave.exec = 0;
+        // Lanes whose registers the instruction will reject (NaN, infinite origin): they take
+        // the general path once, which retires them. A lane's registers change only by a
+        // finite extent, so a lane that passes here passes at every step.
+        let mut rejected = 0u64;
+        for i in 0..W {
+            match rays.get(i) {
+                Some(ray) => {
+                    if start_lane(traversal, root, wave, i, ray) && !ray_is_active(&wave.ray[i]) {
+                        rejected |= 1 << i;
+                    }
+                }
+                None => {
+                    wave.state[i].hit = LaneHit::default();
+                    wave.status[i] = LaneStatus::ExecOff;
+                }
+            }
+        }
+        counters.rays += rays.len() as u64;
+        counters.waves += 1;
+        counters.lanes_empty += (W - rays.len()) as u64;
+
+        let mode = intersector.descriptor.triangle_return_mode;
+        let sort = intersector.descriptor.box_sort_enable;
+        let grow = intersector.grow();
+        let mut max_depth = 0usize;
+        // Triangle lanes gathered for the SIMD test, and who they are.
+        let mut batch = Gathered::default();
+        // Runs the gathered triangle tests and lets each lane consume its dwords.
+        let flush = |wave: &mut Wave<W, LaneState<T::Lane>>,
+                     batch: &mut Gathered,
+                     max_depth: &mut usize,
+                     counters: &mut Counters| {
+            let dwords = batch.tests.run(mode);
+            for (j, &(i, node)) in batch.lanes.iter().enumerate().take(batch.tests.len()) {
+                self.after_triangle(wave, (i, node), dwords[j], max_depth, counters);
+            }
+            batch.tests.clear();
+        };
+        let mut wave_cost = td::WaveCost::default();
+        while wave.exec != 0 {
+            let issued = wave.exec.count_ones();
+            let mut cost = InstructionCost::default();
+            let mut exec = wave.exec;
+            // First step only: rejected lanes take the general path, which retires them.
+            while rejected != 0 {
+                let i = rejected.trailing_zeros() as usize;
+                rejected &= rejected - 1;
+                exec &= !(1 << i);
+                let (_, outcome) = intersector.lane_general(wave.node[i], &wave.ray[i], &mut cost);
+                let LaneOutcome::Inactive(reason) = outcome else {
+                    unreachable!("a lane failing ray_is_active is inactive");
+                };
+                wave.retire(i, LaneStatus::Deactivated(reason));
+            }
+            // Box lanes first, then the rest: grouping lanes by node type keeps the branches
+            // predictable (lanes are independent, so the order does not change any result).
+            let mut boxes = 0u64;
+            for (i, node) in wave.node.iter().enumerate() {
+                boxes |= ((node & 6 == 4) as u64) << i;
+            }
+            let mut box_lanes = exec & boxes;
+            exec &= !boxes;
+            while box_lanes != 0 {
+                let i = box_lanes.trailing_zeros() as usize;
+                box_lanes &= box_lanes - 1;
+                let node = wave.node[i];
+                let Some(b) = intersector.cached_box(node) else {
+                    exec |= 1 << i;
+                    continue;
+                };
+                let mut children = [0u32; 4];
+                box_query(b, &wave.ray[i], grow, sort, &mut children);
+                cost.box_queries += 1;
+                cost.aabb_useful += b.useful_slots();
+                let lane = &mut wave.state[i];
+                lane.hit.clocks += 1;
+                let next = traversal.after_box(&mut lane.trav, node, children);
+                max_depth = max_depth.max(traversal.stack_depth(&lane.trav));
+                go_on(wave, intersector, prim_id, i, next);
+            }
+            while exec != 0 {
+                let i = exec.trailing_zeros() as usize;
+                exec &= exec - 1;
+                let node = wave.node[i];
+                if let Some(bytes) = intersector.mapped_triangle(node).filter(|_| node & 4 == 0) {
+                    batch.lanes[batch.tests.len()] = (i, node);
+                    batch.tests.push(bytes, (node & 3) as usize, &wave.ray[i]);
+                    cost.triangle_tests += 1;
+                    if batch.tests.is_full() {
+                        flush(wave, &mut batch, &mut max_depth, counters);
+                    }
+                    continue;
+                }
+                // Everything else: user nodes, the bounds check, unmapped memory, uncached boxes.
+                let (dwords, outcome) = intersector.lane_general(node, &wave.ray[i], &mut cost);
+                match outcome {
+                    LaneOutcome::Inactive(reason) => {
+                        wave.retire(i, LaneStatus::Deactivated(reason));
+                        continue;
+                    }
+                    LaneOutcome::Tested if node & 6 == 4 => {
+                        let lane = &mut wave.state[i];
+                        lane.hit.clocks += 1;
+                        let next = traversal.after_box(&mut lane.trav, node, dwords);
+                        max_depth = max_depth.max(traversal.stack_depth(&lane.trav));
+                        go_on(wave, intersector, prim_id, i, next);
+                    }
+                    LaneOutcome::Tested => {
+                        self.after_triangle(wave, (i, node), dwords, &mut max_depth, counters)
+                    }
+                    _ => {
+                        // User node, out of bounds, unmapped: nothing tested, the lane goes on.
+                        let lane = &mut wave.state[i];
+                        let next = traversal.after_leaf(&mut lane.trav, node);
+                        max_depth = max_depth.max(traversal.stack_depth(&lane.trav));
+                        go_on(wave, intersector, prim_id, i, next);
+                    }
+                }
+            }
+            if !batch.tests.is_empty() {
+                flush(wave, &mut batch, &mut max_depth, counters);
+            }
+            cost.clocks = cost.box_queries + cost.triangle_tests;
+            wave_cost.add(W, issued, &cost);
+        }
+        wave_cost.charge(counters, wave.index);
+        counters.trav_max_stack_depth = counters.trav_max_stack_depth.max(max_depth as u64);
+        for (i, o) in out.iter_mut().enumerate().take(rays.len()) {
+            *o = wave.state[i].hit.output(counters);
+        }
+    }
+}
+
+/// Triangle tests gathered across lanes, with each one's lane and node pointer.
+#[derive(Default)]
+struct Gathered {
+    tests: TriangleBatch,
+    lanes: [(usize, u32); LANES],
+}
+
+/// Sets lane `i` up for `ray`, or leaves it off if `!(tmin <= tmax)` (a NaN `tmax` is left
+/// to the instruction, which deactivates the lane). Returns whether the lane is on.
+pub(crate) fn start_lane<const W: usize, T: Traversal>(
     traversal: &T,
     root: u32,
-    prim_id: &P,
-    query: Query,
-    wave_index: u64,
-    rays: &[Ray],
     wave: &mut Wave<W, LaneState<T::Lane>>,
-    out: &mut [LaneOutput],
-    counters: &mut Counters,
-) {
-    assert!(rays.len() <= W && out.len() >= rays.len());
-    wave.index = wave_index;
-    wave.exec = 0;
-    for i in 0..W {
-        wave.state[i].hit = LaneHit::default();
-        wave.status[i] = LaneStatus::ExecOff;
-        let Some(ray) = rays.get(i) else {
-            continue;
-        };
-        if ray.tmin <= ray.tmax || ray.tmax.is_nan() {
-            let first = traversal.begin(&mut wave.state[i].trav, root);
-            wave.state[i].hit.tmin = ray.tmin;
-            wave.state[i].hit.best_t = ray.tmax;
-            wave.activate(i, first, lane_ray(ray));
-        }
+    i: usize,
+    ray: &Ray,
+) -> bool {
+    wave.state[i].hit = LaneHit::default();
+    wave.status[i] = LaneStatus::ExecOff;
+    if ray.tmin <= ray.tmax || ray.tmax.is_nan() {
+        let first = traversal.begin(&mut wave.state[i].trav, root);
+        wave.state[i].hit.tmin = ray.tmin;
+        wave.state[i].hit.best_t = ray.tmax;
+        wave.activate(i, first, lane_ray(ray));
+        true
+    } else {
+        false
     }
-    counters.rays += rays.len() as u64;
-    counters.waves += 1;
-    counters.lanes_empty += (W - rays.len()) as u64;
+}
 
-    let mut results = WaveResults::<W>::default();
-    let mut max_depth = 0usize;
-    while wave.exec != 0 {
-        let issued = wave.exec.count_ones();
-        let cost = intersector.issue(wave, &mut results);
-        td::charge(counters, wave.index, W, issued, &cost);
-        // Wave-wide effects after all lanes are computed: each lane consumes its dwords.
-        let mut exec = wave.exec;
-        while exec != 0 {
-            let i = exec.trailing_zeros() as usize;
-            exec &= exec - 1;
-            let node = wave.node[i];
-            let outcome = results.outcome[i];
-            if let LaneOutcome::Inactive(reason) = outcome {
-                wave.retire(i, LaneStatus::Deactivated(reason));
-                continue;
-            }
-            let dwords = results.dwords[i];
-            let lane = &mut wave.state[i];
-            if outcome == LaneOutcome::Tested {
-                lane.hit.clocks += 1;
-            }
-            // Pointer type bits 2:0 (`NodeType::from_bits`): 0-3 triangle k, 4/5 box, 6/7 user.
-            let next = if node & 6 == 4 {
-                traversal.after_box(&mut lane.trav, node, dwords)
-            } else {
-                let mut done = false;
-                if node & 4 == 0 && outcome == LaneOutcome::Tested {
-                    let accepted = lane
-                        .hit
-                        .offer(node, dwords, || prim_id.primitive_id(node, &dwords));
-                    if let Some(t) = accepted {
-                        counters.trav_hits_accepted += 1;
-                        // The current closest t becomes the ray extent.
-                        wave.ray[i].extent = t;
-                        done = query == Query::AnyHit;
-                    }
-                }
-                if done {
-                    None
-                } else {
-                    traversal.after_leaf(&mut lane.trav, node)
-                }
-            };
-            max_depth = max_depth.max(traversal.stack_depth(&lane.trav));
-            match next {
-                Some(p) => {
-                    intersector.prefetch(p);
-                    if p & 4 == 0 {
-                        // Triangle types 0-3: its primitive id will be needed.
-                        prim_id.prefetch(p);
-                    }
-                    wave.node[i] = p;
-                }
-                None => wave.retire(i, LaneStatus::Finished),
-            }
+impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
+    /// Lane `i` tested triangle `node` and got `dwords`: offers the hit, then asks the
+    /// strategy for the next node (none after an accepted hit of an any-hit query).
+    #[inline(always)]
+    fn after_triangle<const W: usize>(
+        &self,
+        wave: &mut Wave<W, LaneState<T::Lane>>,
+        (i, node): (usize, u32),
+        dwords: [u32; 4],
+        max_depth: &mut usize,
+        counters: &mut Counters,
+    ) {
+        let lane = &mut wave.state[i];
+        lane.hit.clocks += 1;
+        let mut done = false;
+        if let Some(t) = lane
+            .hit
+            .offer(node, dwords, || self.prim_id.primitive_id(node, &dwords))
+        {
+            counters.trav_hits_accepted += 1;
+            // The current closest t becomes the ray extent.
+            wave.ray[i].extent = t;
+            done = self.query == Query::AnyHit;
         }
-    }
-    counters.trav_max_stack_depth = counters.trav_max_stack_depth.max(max_depth as u64);
-    for (i, o) in out.iter_mut().enumerate().take(rays.len()) {
-        let h = &wave.state[i].hit;
-        if h.best.is_some() {
-            counters.rays_hit += 1;
-        }
-        *o = LaneOutput {
-            best: h.best,
-            prim_id: h.best_prim,
-            t: h.best_t,
-            clocks: h.clocks,
+        let next = if done {
+            None
+        } else {
+            self.traversal.after_leaf(&mut lane.trav, node)
         };
+        *max_depth = (*max_depth).max(self.traversal.stack_depth(&lane.trav));
+        go_on(wave, self.intersector, self.prim_id, i, next);
+    }
+}
+
+/// Lane `i` asks for `next`, or finishes.
+#[inline(always)]
+fn go_on<const W: usize, S, P: PrimitiveIds + ?Sized>(
+    wave: &mut Wave<W, S>,
+    intersector: &WaveIntersector,
+    prim_id: &P,
+    i: usize,
+    next: Option<u32>,
+) {
+    match next {
+        Some(p) => {
+            intersector.prefetch(p);
+            if p & 4 == 0 {
+                // Triangle types 0-3: its primitive id will be needed.
+                prim_id.prefetch(p);
+            }
+            wave.node[i] = p;
+        }
+        None => wave.retire(i, LaneStatus::Finished),
     }
 }
 

@@ -1,18 +1,18 @@
 //! A wave loop over a stream of rays, with optional lane refill, that also measures what the
 //! profiler reports beyond [`Counters`]: mean stack depth, node bytes fetched, restarts.
 //!
-//! Without refill it runs exactly what [`super::trace_wave`] runs (the same waves, hits,
+//! Without refill it runs exactly what [`super::WaveRun::trace_wave`] runs (the same waves, hits,
 //! clocks and counters; `tests/profile_equivalence.rs` checks this). With refill, one wave
 //! takes the whole stream: a lane whose ray finished takes the next ray of the stream before
 //! the next instruction, so lanes idle only at the end of the stream (persistent waves).
 
 use super::short_stack::{CountedTraversal, LaneEvents};
-use super::{lane_ray, LaneHit, LaneOutput, LaneState, Query};
+use super::{start_lane, LaneHit, LaneOutput, LaneState, PrimitiveIds, Query, WaveRun};
 use crate::counters::Counters;
 use crate::hw::instruction::LaneOutcome;
 use crate::hw::pointer::NodePointer;
 use crate::math::Ray;
-use crate::wave::{td, LaneStatus, Wave, WaveIntersector, WaveResults};
+use crate::wave::{td, LaneStatus, Wave, WaveResults};
 
 /// What a stream measured besides [`Counters`].
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -37,39 +37,14 @@ impl StreamStats {
     }
 }
 
-/// Sets lane `i` up for `ray` (or leaves it off if `!(tmin <= tmax)`, like `trace_wave`).
-fn start_lane<const W: usize, T: CountedTraversal>(
-    traversal: &T,
-    root: u32,
-    wave: &mut Wave<W, LaneState<T::Lane>>,
-    i: usize,
-    ray: &Ray,
-) -> bool {
-    wave.state[i].hit = LaneHit::default();
-    wave.status[i] = LaneStatus::ExecOff;
-    if ray.tmin <= ray.tmax || ray.tmax.is_nan() {
-        let first = traversal.begin(&mut wave.state[i].trav, root);
-        wave.state[i].hit.tmin = ray.tmin;
-        wave.state[i].hit.best_t = ray.tmax;
-        wave.activate(i, first, lane_ray(ray));
-        true
-    } else {
-        false
-    }
-}
-
 /// Runs `rays` through waves of `W` lanes and writes one [`LaneOutput`] per ray.
 ///
 /// Without `refill`, rays are cut into waves of `W` consecutive rays with indices
 /// `first_wave_index, first_wave_index + 1, ...`. With `refill`, one wave (index
 /// `first_wave_index`) runs the whole slice, refilling finished lanes from it in order.
 #[allow(clippy::too_many_arguments)]
-pub fn trace_stream<const W: usize, T: CountedTraversal, P: Fn(u32, &[u32; 4]) -> u32>(
-    intersector: &WaveIntersector,
-    traversal: &T,
-    root: u32,
-    prim_id: &P,
-    query: Query,
+pub fn trace_stream<const W: usize, T: CountedTraversal, P: PrimitiveIds + ?Sized>(
+    run: &WaveRun<T, P>,
     first_wave_index: u64,
     rays: &[Ray],
     refill: bool,
@@ -80,27 +55,11 @@ pub fn trace_stream<const W: usize, T: CountedTraversal, P: Fn(u32, &[u32; 4]) -
 ) {
     assert_eq!(rays.len(), out.len(), "one output per ray");
     if refill {
-        run_wave(
-            intersector,
-            traversal,
-            root,
-            prim_id,
-            query,
-            first_wave_index,
-            rays,
-            wave,
-            out,
-            counters,
-            stats,
-        );
+        run_wave(run, first_wave_index, rays, wave, out, counters, stats);
     } else {
         for (w, (rays, out)) in rays.chunks(W).zip(out.chunks_mut(W)).enumerate() {
             run_wave(
-                intersector,
-                traversal,
-                root,
-                prim_id,
-                query,
+                run,
                 first_wave_index + w as u64,
                 rays,
                 wave,
@@ -114,13 +73,8 @@ pub fn trace_stream<const W: usize, T: CountedTraversal, P: Fn(u32, &[u32; 4]) -
 
 /// One wave over `rays`: the first `W` start at once; each later ray takes the first lane
 /// that finished (so with `rays.len() <= W` this is one plain wave).
-#[allow(clippy::too_many_arguments)]
-fn run_wave<const W: usize, T: CountedTraversal, P: Fn(u32, &[u32; 4]) -> u32>(
-    intersector: &WaveIntersector,
-    traversal: &T,
-    root: u32,
-    prim_id: &P,
-    query: Query,
+fn run_wave<const W: usize, T: CountedTraversal, P: PrimitiveIds + ?Sized>(
+    run: &WaveRun<T, P>,
     wave_index: u64,
     rays: &[Ray],
     wave: &mut Wave<W, LaneState<T::Lane>>,
@@ -128,6 +82,13 @@ fn run_wave<const W: usize, T: CountedTraversal, P: Fn(u32, &[u32; 4]) -> u32>(
     counters: &mut Counters,
     stats: &mut StreamStats,
 ) {
+    let (intersector, traversal, root, prim_id, query) = (
+        run.intersector,
+        run.traversal,
+        run.root,
+        run.prim_id,
+        run.query,
+    );
     wave.index = wave_index;
     wave.exec = 0;
     // Ray index each lane runs.
@@ -206,7 +167,10 @@ fn run_wave<const W: usize, T: CountedTraversal, P: Fn(u32, &[u32; 4]) -> u32>(
             } else {
                 let mut done = false;
                 if ty.triangle_index().is_some() && outcome == LaneOutcome::Tested {
-                    if let Some(t) = lane.hit.offer(node, dwords, || prim_id(node, &dwords)) {
+                    if let Some(t) = lane
+                        .hit
+                        .offer(node, dwords, || prim_id.primitive_id(node, &dwords))
+                    {
                         counters.trav_hits_accepted += 1;
                         wave.ray[i].extent = t;
                         done = query == Query::AnyHit;
@@ -239,16 +203,7 @@ fn finish_lane<const W: usize, T: CountedTraversal>(
     counters: &mut Counters,
     stats: &mut StreamStats,
 ) {
-    let h = &wave.state[i].hit;
-    if h.best.is_some() {
-        counters.rays_hit += 1;
-    }
-    *out = LaneOutput {
-        best: h.best,
-        prim_id: h.best_prim,
-        t: h.best_t,
-        clocks: h.clocks,
-    };
+    *out = wave.state[i].hit.output(counters);
     let events = traversal.take_events(&mut wave.state[i].trav);
     stats.node_bytes += 4 * events.parent_reads;
     stats.events.merge(&events);

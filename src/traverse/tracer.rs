@@ -7,7 +7,8 @@
 //! number of threads.
 
 use super::{
-    hit_from_dwords, trace_wave, FullStack, LaneOutput, LaneState, PrimitiveIds, Query, Traversal,
+    hit_from_dwords, FullStack, LaneOutput, LaneState, LeafChains, PrimitiveIds, Query, Traversal,
+    WaveRun,
 };
 use crate::bvh::query::barycentrics_f64;
 use crate::bvh::{BvhImage, Mesh};
@@ -90,6 +91,8 @@ pub struct WaveTracer {
     prim_ids: Ids,
     /// The mesh, for mode-0 barycentrics (computed in f64 as the scalar reference does).
     mesh: Option<Mesh>,
+    /// Triangle pointers stand for leaf chains ([`LeafChains`]).
+    leaf_chains: bool,
     config: WaveTracerConfig,
 }
 
@@ -171,14 +174,9 @@ impl std::fmt::Debug for WaveTracer {
 impl WaveTracer {
     /// A tracer over `image`, built from `mesh`.
     ///
-    /// Panics if the image was built with leaf chains (`BuildOptions::leaf_chains`): the wave
-    /// loop issues one triangle per pointer and does not walk chains yet (use
-    /// `bvh::closest_hit_scalar` for such images).
+    /// An image built with leaf chains (`BuildOptions::leaf_chains`) is traversed with
+    /// [`LeafChains`] around the strategy.
     pub fn new(image: &BvhImage, mesh: &Mesh, config: WaveTracerConfig) -> WaveTracer {
-        assert!(
-            !image.leaf_chains,
-            "WaveTracer does not walk leaf chains; build without BuildOptions::leaf_chains"
-        );
         let ids = ImageIds::new(image, mesh.len() as u32);
         let mut tracer = WaveTracer::with_ids(
             image.bytes.clone(),
@@ -191,6 +189,7 @@ impl WaveTracer {
         if image.descriptor.triangle_return_mode == TriangleReturnMode::TriangleId {
             tracer.mesh = Some(mesh.clone());
         }
+        tracer.leaf_chains = image.leaf_chains;
         tracer
     }
 
@@ -229,6 +228,7 @@ impl WaveTracer {
             cache,
             prim_ids,
             mesh: None,
+            leaf_chains: false,
             config,
         }
     }
@@ -272,12 +272,18 @@ impl WaveTracer {
         counters: &mut Counters,
     ) {
         assert_eq!(rays.len(), out.len(), "one output per ray");
-        match (self.config.wave, self.config.strategy) {
-            (WaveWidth::W32, Strategy::FullStack) => {
+        match (self.config.wave, self.config.strategy, self.leaf_chains) {
+            (WaveWidth::W32, Strategy::FullStack, false) => {
                 self.run::<32, _>(&FullStack, rays, query, out, counters)
             }
-            (WaveWidth::W64, Strategy::FullStack) => {
+            (WaveWidth::W64, Strategy::FullStack, false) => {
                 self.run::<64, _>(&FullStack, rays, query, out, counters)
+            }
+            (WaveWidth::W32, Strategy::FullStack, true) => {
+                self.run::<32, _>(&LeafChains(FullStack), rays, query, out, counters)
+            }
+            (WaveWidth::W64, Strategy::FullStack, true) => {
+                self.run::<64, _>(&LeafChains(FullStack), rays, query, out, counters)
             }
         }
     }
@@ -309,23 +315,28 @@ impl WaveTracer {
     ) {
         let intersector = self.intersector();
         let block = CHUNK_WAVES * W;
+        let avx2 = cpu_has_avx2();
         let run_block = |(b, (rays, out)): (usize, (&[Ray], &mut [LaneOutput]))| {
             let mut local = Counters::default();
             let mut wave: Box<Wave<W, LaneState<T::Lane>>> = Box::new(Wave::new(0));
-            for (w, (rays, out)) in rays.chunks(W).zip(out.chunks_mut(W)).enumerate() {
-                trace_wave(
-                    &intersector,
+            let job = WaveBlock {
+                run: WaveRun {
+                    intersector: &intersector,
                     traversal,
-                    self.root,
+                    root: self.root,
                     prim_id,
                     query,
-                    (b * CHUNK_WAVES + w) as u64,
-                    rays,
-                    &mut wave,
-                    out,
-                    &mut local,
-                );
+                },
+                first_wave: (b * CHUNK_WAVES) as u64,
+            };
+            #[cfg(target_arch = "x86_64")]
+            if avx2 {
+                // SAFETY: the CPU has AVX2 (checked at run time just above).
+                unsafe { job.run_avx2(rays, &mut wave, out, &mut local) };
+                return local;
             }
+            let _ = avx2;
+            job.run(rays, &mut wave, out, &mut local);
             local
         };
         let locals: Vec<Counters> = if self.config.parallel && rays.len() > block {
@@ -362,6 +373,59 @@ impl WaveTracer {
             }
             None => Hit::MISS,
         }
+    }
+}
+
+/// Whether this CPU runs the AVX2 build of the wave loop (x86-64 only).
+fn cpu_has_avx2() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::is_x86_feature_detected!("avx2")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// Consecutive waves of one parallel block, and what they share.
+struct WaveBlock<'a, T, P: ?Sized> {
+    run: WaveRun<'a, T, P>,
+    first_wave: u64,
+}
+
+impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveBlock<'_, T, P> {
+    /// Traces `rays` in waves of `W` (wave indices from `first_wave`).
+    #[inline(always)]
+    fn run<const W: usize>(
+        &self,
+        rays: &[Ray],
+        wave: &mut Wave<W, LaneState<T::Lane>>,
+        out: &mut [LaneOutput],
+        counters: &mut Counters,
+    ) {
+        for (w, (rays, out)) in rays.chunks(W).zip(out.chunks_mut(W)).enumerate() {
+            self.run
+                .trace_wave(self.first_wave + w as u64, rays, wave, out, counters);
+        }
+    }
+
+    /// [`Self::run`] compiled for AVX2: the same f32 operations, one rounding each (Rust
+    /// never contracts to FMA), so results are bit-identical; VEX encoding saves the
+    /// register copies of two-operand SSE.
+    ///
+    /// # Safety
+    /// The CPU must support AVX2.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
+    unsafe fn run_avx2<const W: usize>(
+        &self,
+        rays: &[Ray],
+        wave: &mut Wave<W, LaneState<T::Lane>>,
+        out: &mut [LaneOutput],
+        counters: &mut Counters,
+    ) {
+        self.run(rays, wave, out, counters);
     }
 }
 

@@ -56,6 +56,8 @@ pub struct DecodedBox {
     /// 1 when every child has min <= max on every axis (no NaN): then, without NaN in the
     /// products, `min/max(p_lo, p_hi)` equals the sign-selected near/far plane.
     pub ordered: u32,
+    /// Child slots holding a real child (pointer not 0xFFFFFFFF), counted once at decode.
+    pub useful: u32,
 }
 
 #[inline]
@@ -85,6 +87,7 @@ impl DecodedBox {
             children: std::array::from_fn(|c| u32_at(bytes, 4 * c)),
             ty: NodeType::BoxF32 as u32,
             ordered: 0,
+            useful: 0,
         }
         .with_order()
     }
@@ -109,6 +112,7 @@ impl DecodedBox {
             children: std::array::from_fn(|c| u32_at(bytes, 4 * c)),
             ty: NodeType::BoxF16 as u32,
             ordered: 0,
+            useful: 0,
         }
         .with_order()
     }
@@ -116,16 +120,14 @@ impl DecodedBox {
     fn with_order(mut self) -> DecodedBox {
         let ordered = (0..3).all(|a| self.lo[a].simd_le(self.hi[a]).to_bitmask() == 0xf);
         self.ordered = ordered as u32;
+        self.useful = self.children.iter().filter(|&&c| c != INVALID).count() as u32;
         self
     }
 
     /// Child slots that hold a real child (pointer not 0xFFFFFFFF).
     #[inline]
     pub fn useful_slots(&self) -> u32 {
-        (self.children[0] != INVALID) as u32
-            + (self.children[1] != INVALID) as u32
-            + (self.children[2] != INVALID) as u32
-            + (self.children[3] != INVALID) as u32
+        self.useful
     }
 }
 
@@ -228,6 +230,9 @@ pub fn box_query(node: &DecodedBox, ray: &LaneRay, grow: f32, sort: bool, out: &
 /// The five-comparator network (0,2),(1,3),(0,1),(2,3),(1,2): swap when the second entry is
 /// valid and strictly nearer, or when the first entry is invalid (`semantics.md` 5.7).
 /// Branch-free (the swaps are data-dependent and unpredictable).
+///
+/// Keys of valid entries (pointer not 0xFFFFFFFF) must not be NaN: a box test's tnear never
+/// is (it is a maxNum with 0). Keys of invalid entries are never looked at.
 #[inline(always)]
 fn sort_network(ptr: f32x4, key: f32x4) -> [u32; 4] {
     #[cfg(target_arch = "x86_64")]
@@ -240,11 +245,16 @@ fn sort_network(ptr: f32x4, key: f32x4) -> [u32; 4] {
     }
 }
 
-/// [`sort_network`] on SSE2 (baseline on x86-64): each stage compares every slot with its
-/// partner at once. Slot i with partner j swaps when, taking the pair in network order
-/// (a, b) = (min(i, j), max(i, j)), `(p[b] valid && key[b] < key[a]) || p[a] invalid`; a
-/// slot paired with itself (stage 3, slots 0 and 3) may "swap" with itself, which changes
-/// nothing. Keys compare with ordered `<` like the scalar network.
+/// [`sort_network`] on SSE2 (baseline on x86-64), on integer keys: a valid entry's key is
+/// the bit pattern of `tnear + 0` (non-negative, not NaN, -0 turned into +0, so integer
+/// order is float order), an invalid entry's key is 0x7FFFFFFF, above every valid key. Then
+/// "b valid and nearer, or a invalid" is `key[b] < key[a]` (two invalid entries then do not
+/// swap where the network swaps them, which changes nothing: both hold 0xFFFFFFFF and their
+/// keys are never compared again with effect).
+///
+/// Each stage compares every slot with its partner at once: with `lt[s] = key[partner] <
+/// key[s]`, the first slot of a pair swaps on its own `lt`, the second on its partner's
+/// (`key[s] < key[partner]`); a slot paired with itself never swaps.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 #[allow(unused_assignments)] // the last stage's keys are not read
@@ -254,29 +264,25 @@ fn sort_network_sse2(ptr: f32x4, key: f32x4) -> [u32; 4] {
     // store into a 16-byte array; f32x4 and __m128 are both 16 plain bytes.
     unsafe {
         let mut p = _mm_castps_si128(core::mem::transmute::<f32x4, __m128>(ptr));
-        let mut k: __m128 = core::mem::transmute::<f32x4, __m128>(key);
-        let ones = _mm_set1_epi32(-1);
+        let key = _mm_add_ps(core::mem::transmute::<f32x4, __m128>(key), _mm_setzero_ps());
+        let invalid = _mm_cmpeq_epi32(p, _mm_set1_epi32(-1));
+        let mut k = _mm_or_si128(
+            _mm_andnot_si128(invalid, _mm_castps_si128(key)),
+            _mm_and_si128(invalid, _mm_set1_epi32(i32::MAX)),
+        );
         macro_rules! stage {
             ($imm:expr, $first:expr) => {{
                 let pp = _mm_shuffle_epi32::<$imm>(p);
-                let kp = _mm_castsi128_ps(_mm_shuffle_epi32::<$imm>(_mm_castps_si128(k)));
-                let inv = _mm_cmpeq_epi32(p, ones);
-                let inv_p = _mm_cmpeq_epi32(pp, ones);
-                // This slot is a: partner valid and nearer, or this slot invalid.
-                let as_a = _mm_or_si128(
-                    _mm_andnot_si128(inv_p, _mm_castps_si128(_mm_cmplt_ps(kp, k))),
-                    inv,
-                );
-                // This slot is b: this slot valid and nearer, or the partner invalid.
-                let as_b = _mm_or_si128(
-                    _mm_andnot_si128(inv, _mm_castps_si128(_mm_cmplt_ps(k, kp))),
-                    inv_p,
-                );
+                let kp = _mm_shuffle_epi32::<$imm>(k);
+                let lt = _mm_cmpgt_epi32(k, kp);
+                let lt_partner = _mm_shuffle_epi32::<$imm>(lt);
                 let first: __m128i = $first;
-                let swap = _mm_or_si128(_mm_and_si128(first, as_a), _mm_andnot_si128(first, as_b));
+                let swap = _mm_or_si128(
+                    _mm_and_si128(first, lt),
+                    _mm_andnot_si128(first, lt_partner),
+                );
                 p = _mm_or_si128(_mm_and_si128(swap, pp), _mm_andnot_si128(swap, p));
-                let swap_f = _mm_castsi128_ps(swap);
-                k = _mm_or_ps(_mm_and_ps(swap_f, kp), _mm_andnot_ps(swap_f, k));
+                k = _mm_or_si128(_mm_and_si128(swap, kp), _mm_andnot_si128(swap, k));
             }};
         }
         // _MM_SHUFFLE(d, c, b, a) = d << 6 | c << 4 | b << 2 | a (element 0 from a).
@@ -319,20 +325,22 @@ fn sort_network_scalar(ptr: [u32; 4], key: [f32; 4]) -> [u32; 4] {
     p
 }
 
-/// One lane's triangle query, gathered: vertices and ray already rotated so that the ray's
-/// dominant axis is "z" (`semantics.md` 7.2 step 1).
+/// Up to [`LANES`] triangle queries gathered across lanes, stored by component (element j
+/// of every column is the j-th gathered lane), vertices and ray already rotated so that the
+/// ray's dominant axis is "z" (`semantics.md` 7.2 step 1).
 #[derive(Clone, Copy, Debug, Default)]
-pub struct TriangleLane {
-    /// v0, v1, v2 (triangle k's vertices in hardware order), each rotated.
-    pub v: [[f32; 3]; 3],
-    /// Rotated origin.
-    pub origin: [f32; 3],
-    /// Rotated direction (z is the dominant component).
-    pub dir: [f32; 3],
-    /// Word@60 of the node.
-    pub word: u32,
+pub struct TriangleBatch {
+    /// `v[i][c][j]`: component c of vertex i (triangle k's vertices in hardware order).
+    v: [[[f32; LANES]; 3]; 3],
+    /// Rotated origin, by component.
+    origin: [[f32; LANES]; 3],
+    /// Rotated direction (z is the dominant component), by component.
+    dir: [[f32; LANES]; 3],
+    /// Word@60 of each node.
+    word: [u32; LANES],
     /// Triangle index k (pointer bits 1:0).
-    pub k: u32,
+    k: [u32; LANES],
+    len: usize,
 }
 
 /// The dominant-axis rotation: x dominant -> (y,z,x), y dominant -> (z,x,y), else identity,
@@ -342,86 +350,109 @@ pub fn dominant_rotation(dir: [f32; 3]) -> [usize; 3] {
     let mag = dir.map(f32::abs);
     // max_mag = max(|x|, max(|y|, |z|)) (NaN-ignoring; direction is never NaN here)
     let max_mag = mag[0].max(mag[1].max(mag[2]));
-    if mag[0] == max_mag {
-        [1, 2, 0]
-    } else if mag[1] == max_mag {
-        [2, 0, 1]
-    } else {
-        [0, 1, 2]
-    }
+    // Dominant axis 0, 1 or 2 without branches (the ray's axis is unpredictable per lane).
+    let not_x = (mag[0] != max_mag) as usize;
+    let not_y = (mag[1] != max_mag) as usize;
+    let axis = not_x * (1 + not_y);
+    const ROTATIONS: [[usize; 3]; 3] = [[1, 2, 0], [2, 0, 1], [0, 1, 2]];
+    ROTATIONS[axis]
 }
 
-impl TriangleLane {
-    /// Gathers triangle `k` of the 64-byte node at `bytes` for `ray` into `self` (in place:
-    /// no wide copy of narrow stores).
-    #[inline]
-    pub fn gather(&mut self, bytes: &[u8], k: usize, ray: &LaneRay) {
+impl TriangleBatch {
+    /// Gathered lanes.
+    #[inline(always)]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    #[inline(always)]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Whether [`LANES`] lanes are gathered.
+    #[inline(always)]
+    pub fn is_full(&self) -> bool {
+        self.len == LANES
+    }
+
+    /// Empties the batch.
+    #[inline(always)]
+    pub fn clear(&mut self) {
+        self.len = 0;
+    }
+
+    /// Gathers triangle `k` of the 64-byte node at `bytes` for `ray` as the next lane.
+    /// Panics when the batch is full.
+    #[inline(always)]
+    pub fn push(&mut self, bytes: &[u8], k: usize, ray: &LaneRay) {
+        let j = self.len;
         let rot = dominant_rotation(ray.dir);
         let tv = TRIANGLE_VERTICES[k];
-        for (j, &v) in tv.iter().enumerate() {
+        for (i, &v) in tv.iter().enumerate() {
             for (c, &a) in rot.iter().enumerate() {
-                self.v[j][c] = f32_at(bytes, 12 * v + 4 * a);
+                self.v[i][c][j] = f32_at(bytes, 12 * v + 4 * a);
             }
         }
         for (c, &a) in rot.iter().enumerate() {
-            self.origin[c] = ray.origin[a];
-            self.dir[c] = ray.dir[a];
+            self.origin[c][j] = ray.origin[a];
+            self.dir[c][j] = ray.dir[a];
         }
-        self.word = u32_at(bytes, 60);
-        self.k = k as u32;
+        self.word[j] = u32_at(bytes, 60);
+        self.k[j] = k as u32;
+        self.len = j + 1;
+    }
+
+    /// Runs the gathered queries at once (`semantics.md` 7.2-7.6): element j of the result
+    /// is gathered lane j's four dwords (elements past [`Self::len`] are unspecified).
+    #[inline(always)]
+    pub fn run(&self, mode: TriangleReturnMode) -> [[u32; 4]; LANES] {
+        // Columns past `len` hold stale values: computed and ignored.
+        let col = |c: &[f32; LANES]| f32x4::new(*c);
+        let [ox, oy, oz] = self.origin.each_ref().map(col);
+        let [dx, dy, dz] = self.dir.each_ref().map(col);
+        // A = v0 - o, B = v1 - o, C = v2 - o
+        let ax = col(&self.v[0][0]) - ox;
+        let ay = col(&self.v[0][1]) - oy;
+        let az = col(&self.v[0][2]) - oz;
+        let bx = col(&self.v[1][0]) - ox;
+        let by = col(&self.v[1][1]) - oy;
+        let bz = col(&self.v[1][2]) - oz;
+        let cx = col(&self.v[2][0]) - ox;
+        let cy = col(&self.v[2][1]) - oy;
+        let cz = col(&self.v[2][2]) - oz;
+        // Shear without division: A'.x = A.x*d.z - d.x*A.z ; A'.y = A.y*d.z - d.y*A.z (same B, C)
+        let ax_s = ax * dz - dx * az;
+        let ay_s = ay * dz - dy * az;
+        let bx_s = bx * dz - dx * bz;
+        let by_s = by * dz - dy * bz;
+        let cx_s = cx * dz - dx * cz;
+        let cy_s = cy * dz - dy * cz;
+        // U = C'.x*B'.y - C'.y*B'.x ; V = A'.x*C'.y - A'.y*C'.x ; W = B'.x*A'.y - B'.y*A'.x
+        let u = cx_s * by_s - cy_s * bx_s;
+        let v = ax_s * cy_s - ay_s * cx_s;
+        let w = bx_s * ay_s - by_s * ax_s;
+        // t_num = (U*A.z + V*B.z) + W*C.z ; t_denom = (U*d.z + V*d.z) + W*d.z
+        let t_num = (u * az + v * bz) + w * cz;
+        let t_den = (u * dz + v * dz) + w * dz;
+        triangle_results(self, mode, [u, v, w], t_num, t_den, dz, ay_s, by_s, cy_s)
     }
 }
 
-/// Up to [`LANES`] triangle queries at once (`semantics.md` 7.2-7.6). `out[index[j]]`
-/// receives gathered lane j's four dwords (written element by element).
-pub fn triangle_query_x4(
-    lanes: &[TriangleLane],
+/// Hit/miss decision and the four dwords (`semantics.md` 7.4-7.6) of a [`TriangleBatch`].
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn triangle_results(
+    batch: &TriangleBatch,
     mode: TriangleReturnMode,
-    index: &[usize],
-    out: &mut [[u32; 4]],
-) {
-    debug_assert!(lanes.len() <= LANES && index.len() == lanes.len());
-    let n = lanes.len();
-    // Transpose the gathered lanes into vectors (element j = lane j; unused elements 0).
-    #[inline(always)]
-    fn gather_col(lanes: &[TriangleLane], f: impl Fn(&TriangleLane) -> f32) -> f32x4 {
-        let mut a = [0f32; LANES];
-        for (j, l) in lanes.iter().enumerate() {
-            a[j] = f(l);
-        }
-        f32x4::new(a)
-    }
-    let ox = gather_col(lanes, |l| l.origin[0]);
-    let oy = gather_col(lanes, |l| l.origin[1]);
-    let oz = gather_col(lanes, |l| l.origin[2]);
-    let dx = gather_col(lanes, |l| l.dir[0]);
-    let dy = gather_col(lanes, |l| l.dir[1]);
-    let dz = gather_col(lanes, |l| l.dir[2]);
-    // A = v0 - o, B = v1 - o, C = v2 - o
-    let ax = gather_col(lanes, |l| l.v[0][0]) - ox;
-    let ay = gather_col(lanes, |l| l.v[0][1]) - oy;
-    let az = gather_col(lanes, |l| l.v[0][2]) - oz;
-    let bx = gather_col(lanes, |l| l.v[1][0]) - ox;
-    let by = gather_col(lanes, |l| l.v[1][1]) - oy;
-    let bz = gather_col(lanes, |l| l.v[1][2]) - oz;
-    let cx = gather_col(lanes, |l| l.v[2][0]) - ox;
-    let cy = gather_col(lanes, |l| l.v[2][1]) - oy;
-    let cz = gather_col(lanes, |l| l.v[2][2]) - oz;
-    // Shear without division: A'.x = A.x*d.z - d.x*A.z ; A'.y = A.y*d.z - d.y*A.z (same B, C)
-    let ax_s = ax * dz - dx * az;
-    let ay_s = ay * dz - dy * az;
-    let bx_s = bx * dz - dx * bz;
-    let by_s = by * dz - dy * bz;
-    let cx_s = cx * dz - dx * cz;
-    let cy_s = cy * dz - dy * cz;
-    // U = C'.x*B'.y - C'.y*B'.x ; V = A'.x*C'.y - A'.y*C'.x ; W = B'.x*A'.y - B'.y*A'.x
-    let u = cx_s * by_s - cy_s * bx_s;
-    let v = ax_s * cy_s - ay_s * cx_s;
-    let w = bx_s * ay_s - by_s * ax_s;
-    // t_num = (U*A.z + V*B.z) + W*C.z ; t_denom = (U*d.z + V*d.z) + W*d.z
-    let t_num = (u * az + v * bz) + w * cz;
-    let t_den = (u * dz + v * dz) + w * dz;
-
+    [u, v, w]: [f32x4; 3],
+    t_num: f32x4,
+    t_den: f32x4,
+    dz: f32x4,
+    ay_s: f32x4,
+    by_s: f32x4,
+    cy_s: f32x4,
+) -> [[u32; 4]; LANES] {
     let zero = f32x4::ZERO;
     // Mixed signs: any(U,V,W < 0) && any(U,V,W > 0)
     let any_neg = u.simd_lt(zero) | v.simd_lt(zero) | w.simd_lt(zero);
@@ -462,40 +493,36 @@ pub fn triangle_query_x4(
     let t_den = t_den.to_array();
     let uvw = [u.to_array(), v.to_array(), w.to_array()];
     let dz = dz.to_array();
-    for j in 0..n {
-        let r = if missed & (1 << j) != 0 {
-            TRIANGLE_MISS
-        } else {
-            let l = &lanes[j];
-            match mode {
-                TriangleReturnMode::TriangleId => [
+    let mut out = [TRIANGLE_MISS; LANES];
+    for (j, o) in out.iter_mut().enumerate().take(batch.len) {
+        if missed & (1 << j) != 0 {
+            continue;
+        }
+        let (word, k) = (batch.word[j], batch.k[j]);
+        *o = match mode {
+            TriangleReturnMode::TriangleId => [
+                t_num[j].to_bits(),
+                t_den[j].to_bits(),
+                word.wrapping_add(k),
+                1,
+            ],
+            TriangleReturnMode::Barycentrics => {
+                let nibble = word >> (8 * k);
+                // Source 3 is undefined; treated like 0 (semantics.md 4.4).
+                let src = |s: u32| if s == 3 { 0 } else { s as usize };
+                let i_src = src(nibble & 3);
+                let j_src = src((nibble >> 2) & 3);
+                // I_num = E_I * d.z ; J_num = E_J * d.z
+                [
                     t_num[j].to_bits(),
                     t_den[j].to_bits(),
-                    l.word.wrapping_add(l.k),
-                    1,
-                ],
-                TriangleReturnMode::Barycentrics => {
-                    let nibble = l.word >> (8 * l.k);
-                    // Source 3 is undefined; treated like 0 (semantics.md 4.4).
-                    let src = |s: u32| if s == 3 { 0 } else { s as usize };
-                    let i_src = src(nibble & 3);
-                    let j_src = src((nibble >> 2) & 3);
-                    // I_num = E_I * d.z ; J_num = E_J * d.z
-                    [
-                        t_num[j].to_bits(),
-                        t_den[j].to_bits(),
-                        (uvw[i_src][j] * dz[j]).to_bits(),
-                        (uvw[j_src][j] * dz[j]).to_bits(),
-                    ]
-                }
+                    (uvw[i_src][j] * dz[j]).to_bits(),
+                    (uvw[j_src][j] * dz[j]).to_bits(),
+                ]
             }
         };
-        let o = &mut out[index[j]];
-        o[0] = r[0];
-        o[1] = r[1];
-        o[2] = r[2];
-        o[3] = r[3];
     }
+    out
 }
 
 /// Pre-decoded box nodes of one BVH image, stored sparsely at their own 64-byte block index
@@ -507,13 +534,16 @@ pub fn triangle_query_x4(
 pub struct NodeCache {
     entries: Vec<CacheEntry>,
     decoded: usize,
+    /// What it was built for (memory length and address, descriptor): an intersector uses
+    /// the cache's bounds-checked entries directly only for the same memory and descriptor.
+    built_for: Option<(usize, u64, BvhDescriptor)>,
 }
 
 /// One cache entry: a decoded box (its `ty` is 0 when the entry is empty).
 #[repr(C, align(64))]
 #[derive(Clone, Copy, Debug)]
-struct CacheEntry {
-    node: DecodedBox,
+pub(crate) struct CacheEntry {
+    pub(crate) node: DecodedBox,
 }
 
 const EMPTY_ENTRY: CacheEntry = CacheEntry {
@@ -523,6 +553,7 @@ const EMPTY_ENTRY: CacheEntry = CacheEntry {
         children: [INVALID; 4],
         ty: 0,
         ordered: 0,
+        useful: 0,
     },
 };
 
@@ -536,6 +567,7 @@ impl NodeCache {
         let mut cache = NodeCache {
             entries: vec![EMPTY_ENTRY; blocks],
             decoded: 0,
+            built_for: Some((memory.bytes.len(), memory.va, *descriptor)),
         };
         let mut todo = vec![root];
         while let Some(p) = todo.pop() {
@@ -574,6 +606,16 @@ impl NodeCache {
     pub fn get(&self, ty: NodeType, offset: usize) -> Option<&DecodedBox> {
         let e = self.entries.get(offset / 64)?;
         (e.node.ty == ty as u32).then_some(&e.node)
+    }
+
+    /// The entries from 64-byte block `first` of memory on (empty past the end).
+    pub(crate) fn entries_from(&self, first: usize) -> &[CacheEntry] {
+        self.entries.get(first..).unwrap_or(&[])
+    }
+
+    /// Whether the cache was built for this memory and descriptor.
+    pub fn built_for(&self, memory: &BvhMemory, descriptor: &BvhDescriptor) -> bool {
+        self.built_for == Some((memory.bytes.len(), memory.va, *descriptor))
     }
 
     /// Hints the CPU to load the entry for byte `offset` (no effect on results).
@@ -651,17 +693,59 @@ impl BvhMemory<'_> {
 mod tests {
     use super::*;
 
+    /// The branch-free rotation against the reference's dominant axis
+    /// (`hw::triangle::dominant_axis`, written independently) on every sign and tie pattern
+    /// of magnitudes drawn from {0, 1, 2}, zeros of both signs and infinities included.
+    #[test]
+    fn dominant_rotation_matches_the_reference_axis() {
+        let values = [
+            0.0,
+            -0.0,
+            1.0,
+            -1.0,
+            2.0,
+            -2.0,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+        ];
+        let mut cases = 0;
+        for &x in &values {
+            for &y in &values {
+                for &z in &values {
+                    let dir = [x, y, z];
+                    let axis = crate::hw::triangle::dominant_axis(dir);
+                    // The rotation puts the dominant axis last ("z").
+                    assert_eq!(dominant_rotation(dir)[2], axis, "{dir:?}");
+                    cases += 1;
+                }
+            }
+        }
+        assert_eq!(cases, 512);
+    }
+
     /// The SIMD sorting network against the scalar one (an independent formulation: five
-    /// sequential compare-swaps) on every pattern of valid/invalid slots with keys drawn
-    /// from a small set that forces ties, zeros of both signs, infinities and NaN.
+    /// sequential compare-swaps on f32 keys) on every pattern of valid/invalid slots with
+    /// keys drawn from a small set that forces ties, zeros of both signs, the smallest
+    /// subnormal and infinity; invalid slots also get NaN (valid keys never are NaN).
     #[test]
     fn simd_sort_network_matches_the_scalar_network() {
-        let keys = [0.0, -0.0, 1.0, 2.0, f32::INFINITY, f32::NAN];
+        let keys = [
+            0.0,
+            -0.0,
+            f32::from_bits(1),
+            1.0,
+            2.0,
+            f32::INFINITY,
+            f32::NAN,
+        ];
         let n = keys.len();
         let mut cases = 0;
         for valid in 0..16u32 {
             for code in 0..n.pow(4) {
                 let k: [f32; 4] = std::array::from_fn(|c| keys[code / n.pow(c as u32) % n]);
+                if (0..4).any(|c| valid >> c & 1 != 0 && k[c].is_nan()) {
+                    continue;
+                }
                 let p: [u32; 4] = std::array::from_fn(|c| {
                     if valid >> c & 1 != 0 {
                         100 + c as u32
@@ -674,6 +758,7 @@ mod tests {
                 cases += 1;
             }
         }
-        assert_eq!(cases, 16 * 1296);
+        // Per slot: 6 non-NaN keys when valid, 7 keys when invalid: (6 + 7)^4 cases.
+        assert_eq!(cases, 13usize.pow(4));
     }
 }

@@ -2,12 +2,12 @@
 //! the wave instruction that runs `image_bvh_intersect_ray` for every active lane.
 
 use super::intersector::{
-    box_query, grow_factor, out_of_bounds, prefetch_lines, triangle_query_x4, BvhMemory,
-    DecodedBox, LaneRay, NodeCache, TriangleLane, BOX_MISS, LANES,
+    box_query, grow_factor, out_of_bounds, prefetch_lines, BvhMemory, CacheEntry, DecodedBox,
+    LaneRay, NodeCache, TriangleBatch, BOX_MISS, LANES,
 };
 use crate::hw::descriptor::BvhDescriptor;
 use crate::hw::instruction::{miss_encoding, InactiveReason, LaneOutcome};
-use crate::hw::pointer::{NodePointer, NodeType};
+use crate::hw::pointer::{NodePointer, NodeType, VA_MASK};
 
 /// Why a lane is (in)active.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -119,7 +119,7 @@ impl<const W: usize, S> Wave<W, S> {
 /// a finite origin, tested on the magnitude bits (|x| > inf bits = NaN, >= inf bits = not
 /// finite) with no early exits.
 #[inline(always)]
-fn ray_is_active(ray: &LaneRay) -> bool {
+pub fn ray_is_active(ray: &LaneRay) -> bool {
     const INF: u32 = 0x7f80_0000;
     let mag = |x: f32| x.to_bits() & 0x7fff_ffff;
     let origin = mag(ray.origin[0])
@@ -176,6 +176,50 @@ pub struct WaveIntersector<'a> {
     pub descriptor: BvhDescriptor,
     pub cache: Option<&'a NodeCache>,
     grow: f32,
+    /// Direct lookups, when the memory allows them (see [`FastMap`]).
+    fast: FastMap<'a>,
+}
+
+/// What lets a node pointer skip the general fetch: `boxes[b]` is the node cache's entry for
+/// pointer block `b` (`pointer >> 3`), and `triangles[64 b..64 b + 64]` the bytes of block
+/// `b`, cut so that every triangle pointer inside passes the bounds check and is mapped.
+/// Box entries exist only for nodes that passed the same checks when the cache was built.
+#[derive(Clone, Copy, Debug, Default)]
+struct FastMap<'a> {
+    boxes: &'a [CacheEntry],
+    triangles: &'a [u8],
+}
+
+impl<'a> FastMap<'a> {
+    /// Empty (everything takes the general fetch) when the image base is not a 64-byte block
+    /// of memory at or after its start, or when addresses could wrap at 2^48.
+    fn new(
+        memory: &BvhMemory<'a>,
+        descriptor: &BvhDescriptor,
+        cache: Option<&'a NodeCache>,
+    ) -> FastMap<'a> {
+        let try_new = || -> Option<FastMap<'a>> {
+            let base = descriptor.base_address_256.checked_mul(256)?;
+            let len = memory.bytes.len() as u64;
+            let base_offset = base.checked_sub(memory.va)?;
+            if base_offset % 64 != 0 || memory.va.checked_add(len)? > VA_MASK || base_offset > len {
+                return None;
+            }
+            // In bounds: address <= size_minus_one. Mapped: 64 (block + 1) <= len - base.
+            let blocks =
+                ((len - base_offset) / 64).min(descriptor.size_minus_one.saturating_add(1));
+            let start = usize::try_from(base_offset).ok()?;
+            let end = start + usize::try_from(blocks).ok()? * 64;
+            let boxes = cache
+                .filter(|c| c.built_for(memory, descriptor))
+                .map_or(&[][..], |c| c.entries_from(start / 64));
+            Some(FastMap {
+                boxes,
+                triangles: &memory.bytes[start..end],
+            })
+        };
+        try_new().unwrap_or_default()
+    }
 }
 
 enum Fetched<'a> {
@@ -199,7 +243,38 @@ impl<'a> WaveIntersector<'a> {
             descriptor,
             cache,
             grow: grow_factor(descriptor.box_grow_ulps),
+            fast: FastMap::new(&memory, &descriptor, cache),
         }
+    }
+
+    /// The far-distance growth factor of the descriptor.
+    #[inline(always)]
+    pub fn grow(&self) -> f32 {
+        self.grow
+    }
+
+    /// The decoded box a box pointer names, when the direct lookup applies (the node is
+    /// cached, in bounds and mapped); `None` means: take [`Self::lane_general`].
+    #[inline(always)]
+    pub fn cached_box(&self, node: u32) -> Option<&'a DecodedBox> {
+        // Types 4 and 5 only (an empty entry is tagged 0, a triangle type).
+        if node & 6 != 4 {
+            return None;
+        }
+        let e = &self.fast.boxes.get((node >> 3) as usize)?.node;
+        (e.ty == node & 7).then_some(e)
+    }
+
+    /// The 64 bytes of the triangle node a triangle pointer (types 0-3) names, when the
+    /// direct lookup applies; `None` means: take [`Self::lane_general`].
+    #[inline(always)]
+    pub fn mapped_triangle(&self, node: u32) -> Option<&'a [u8; 64]> {
+        let offset = (node >> 3) as usize * 64;
+        self.fast
+            .triangles
+            .get(offset..offset + 64)?
+            .try_into()
+            .ok()
     }
 
     #[inline(always)]
@@ -232,6 +307,16 @@ impl<'a> WaveIntersector<'a> {
     /// other lanes' work.
     #[inline]
     pub fn prefetch(&self, ptr: u32) {
+        let block = (ptr >> 3) as usize;
+        if ptr & 6 == 4 {
+            if let Some(e) = self.fast.boxes.get(block) {
+                prefetch_lines(e as *const CacheEntry as *const u8, 2);
+                return;
+            }
+        } else if let Some(b) = self.fast.triangles.get(block * 64) {
+            prefetch_lines(b, 1);
+            return;
+        }
         let ptr = NodePointer::from_u32(ptr);
         let ty = ptr.node_type();
         let Some(offset) = self.memory.offset(&self.descriptor, ptr, 64) else {
@@ -243,13 +328,84 @@ impl<'a> WaveIntersector<'a> {
         }
     }
 
-    /// One lane on its own (scalar interface; the same code path as [`Self::issue`]).
+    /// One lane on its own (scalar interface; the same code as [`Self::issue`]).
     pub fn lane(&self, node: u32, ray: &LaneRay) -> ([u32; 4], LaneOutcome) {
         let mut wave: Wave<32> = Wave::new(0);
         wave.activate(0, node, *ray);
         let mut results = WaveResults::default();
         self.issue(&wave, &mut results);
         (results.dwords[0], results.outcome[0])
+    }
+
+    /// One lane through the general path, every case handled (inactive registers, bounds
+    /// check, user nodes, unmapped memory, uncached boxes, any triangle), adding what it
+    /// cost to `cost`.
+    pub fn lane_general(
+        &self,
+        node: u32,
+        ray: &LaneRay,
+        cost: &mut InstructionCost,
+    ) -> ([u32; 4], LaneOutcome) {
+        let ptr = NodePointer::from_u32(node);
+        let ty = ptr.node_type();
+        if let Some(reason) = ray.inactive_reason() {
+            if reason == InactiveReason::InfiniteOrigin {
+                cost.inf_origin += 1;
+            } else {
+                cost.nan += 1;
+            }
+            return (miss_encoding(ty), LaneOutcome::Inactive(reason));
+        }
+        let mut dwords = BOX_MISS;
+        let outcome = match self.fetch(ptr) {
+            Fetched::OutOfBounds => {
+                cost.out_of_bounds += 1;
+                dwords = miss_encoding(ty);
+                LaneOutcome::OutOfBounds
+            }
+            Fetched::Unmapped => {
+                cost.out_of_bounds += 1;
+                dwords = miss_encoding(ty);
+                LaneOutcome::Unmapped
+            }
+            Fetched::User => {
+                cost.user_nodes += 1;
+                LaneOutcome::UserNode
+            }
+            Fetched::Box(b) => self.box_lane(b, ray, &mut dwords, cost),
+            Fetched::BoxBytes(bytes, ty) => {
+                let b = if ty == NodeType::BoxF32 {
+                    DecodedBox::from_box32(bytes)
+                } else {
+                    DecodedBox::from_box16(bytes)
+                };
+                self.box_lane(&b, ray, &mut dwords, cost)
+            }
+            Fetched::Triangle(bytes) => {
+                let k = ty.triangle_index().expect("triangle type");
+                let mut batch = TriangleBatch::default();
+                batch.push(bytes, k, ray);
+                dwords = batch.run(self.descriptor.triangle_return_mode)[0];
+                cost.triangle_tests += 1;
+                LaneOutcome::Tested
+            }
+        };
+        (dwords, outcome)
+    }
+
+    /// One lane's box query of a decoded node, counted in `cost`.
+    #[inline(always)]
+    fn box_lane(
+        &self,
+        node: &DecodedBox,
+        ray: &LaneRay,
+        out: &mut [u32; 4],
+        cost: &mut InstructionCost,
+    ) -> LaneOutcome {
+        box_query(node, ray, self.grow, self.descriptor.box_sort_enable, out);
+        cost.box_queries += 1;
+        cost.aabb_useful += node.useful_slots();
+        LaneOutcome::Tested
     }
 
     /// Runs the instruction for every lane in `wave.exec`; lanes off exec are untouched in
@@ -260,96 +416,52 @@ impl<'a> WaveIntersector<'a> {
         out: &mut WaveResults<W>,
     ) -> InstructionCost {
         let mut cost = InstructionCost::default();
-        let mut tri_lanes = [TriangleLane::default(); LANES];
-        let mut tri_index = [0usize; LANES];
-        let mut tri_count = 0;
+        let mut batch = TriangleBatch::default();
+        let mut batch_lane = [0usize; LANES];
         let mode = self.descriptor.triangle_return_mode;
-        let sort = self.descriptor.box_sort_enable;
+        let flush =
+            |batch: &TriangleBatch, batch_lane: &[usize; LANES], out: &mut WaveResults<W>| {
+                let dwords = batch.run(mode);
+                for (j, &i) in batch_lane.iter().enumerate().take(batch.len()) {
+                    out.dwords[i] = dwords[j];
+                }
+            };
         let mut exec = wave.exec;
         while exec != 0 {
             let i = exec.trailing_zeros() as usize;
             exec &= exec - 1;
             let ray = &wave.ray[i];
-            let ptr = NodePointer::from_u32(wave.node[i]);
-            let ty = ptr.node_type();
-            // Screen first (cheap, branch-predictable); only a failing lane asks why.
-            let reason = if ray_is_active(ray) {
-                None
-            } else {
-                ray.inactive_reason()
-            };
-            if let Some(reason) = reason {
-                out.dwords[i] = miss_encoding(ty);
-                out.outcome[i] = LaneOutcome::Inactive(reason);
-                if reason == InactiveReason::InfiniteOrigin {
-                    cost.inf_origin += 1;
-                } else {
-                    cost.nan += 1;
+            let node = wave.node[i];
+            // Screen first (cheap, branch-predictable); the general path says why a lane
+            // is off.
+            if ray_is_active(ray) {
+                if let Some(b) = self.cached_box(node) {
+                    out.outcome[i] = self.box_lane(b, ray, &mut out.dwords[i], &mut cost);
+                    continue;
                 }
-                continue;
-            }
-            match self.fetch(ptr) {
-                fetched @ (Fetched::OutOfBounds | Fetched::Unmapped) => {
-                    out.dwords[i] = miss_encoding(ty);
-                    out.outcome[i] = if matches!(fetched, Fetched::OutOfBounds) {
-                        LaneOutcome::OutOfBounds
-                    } else {
-                        LaneOutcome::Unmapped
-                    };
-                    cost.out_of_bounds += 1;
-                }
-                Fetched::User => {
-                    out.dwords[i] = [u32::MAX; 4];
-                    out.outcome[i] = LaneOutcome::UserNode;
-                    cost.user_nodes += 1;
-                }
-                Fetched::Box(node) => {
-                    box_query(node, ray, self.grow, sort, &mut out.dwords[i]);
-                    out.outcome[i] = LaneOutcome::Tested;
-                    cost.box_queries += 1;
-                    cost.aabb_useful += node.useful_slots();
-                }
-                Fetched::BoxBytes(bytes, ty) => {
-                    let node = if ty == NodeType::BoxF32 {
-                        DecodedBox::from_box32(bytes)
-                    } else {
-                        DecodedBox::from_box16(bytes)
-                    };
-                    box_query(&node, ray, self.grow, sort, &mut out.dwords[i]);
-                    out.outcome[i] = LaneOutcome::Tested;
-                    cost.box_queries += 1;
-                    cost.aabb_useful += node.useful_slots();
-                }
-                Fetched::Triangle(bytes) => {
-                    let k = ty.triangle_index().expect("triangle type");
-                    tri_lanes[tri_count].gather(bytes, k, ray);
-                    tri_index[tri_count] = i;
-                    tri_count += 1;
-                    out.outcome[i] = LaneOutcome::Tested;
-                    cost.triangle_tests += 1;
-                    if tri_count == LANES {
-                        self.flush_triangles(&tri_lanes, &tri_index, mode, out);
-                        tri_count = 0;
+                if node & 4 == 0 {
+                    if let Some(bytes) = self.mapped_triangle(node) {
+                        batch_lane[batch.len()] = i;
+                        batch.push(bytes, (node & 3) as usize, ray);
+                        out.outcome[i] = LaneOutcome::Tested;
+                        cost.triangle_tests += 1;
+                        if batch.is_full() {
+                            flush(&batch, &batch_lane, out);
+                            batch.clear();
+                        }
+                        continue;
                     }
                 }
             }
+            let (dwords, outcome) = self.lane_general(node, ray, &mut cost);
+            out.dwords[i] = dwords;
+            out.outcome[i] = outcome;
         }
-        if tri_count > 0 {
-            self.flush_triangles(&tri_lanes[..tri_count], &tri_index[..tri_count], mode, out);
+        if !batch.is_empty() {
+            flush(&batch, &batch_lane, out);
         }
         cost.clocks = cost.box_queries + cost.triangle_tests;
         cost
-    }
-
-    #[inline]
-    fn flush_triangles<const W: usize>(
-        &self,
-        lanes: &[TriangleLane],
-        index: &[usize],
-        mode: crate::hw::descriptor::TriangleReturnMode,
-        out: &mut WaveResults<W>,
-    ) {
-        triangle_query_x4(lanes, mode, index, &mut out.dwords);
     }
 }
 

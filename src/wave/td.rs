@@ -34,40 +34,79 @@ pub fn charge(
     issued_lanes: u32,
     cost: &InstructionCost,
 ) {
-    counters.trav_iterations += 1;
-    counters.trav_lane_steps += issued_lanes as u64;
-    counters.lanes_nan += cost.nan as u64;
-    counters.lanes_inf_origin += cost.inf_origin as u64;
-    counters.td_user_nodes += cost.user_nodes as u64;
-    counters.td_out_of_bounds += cost.out_of_bounds as u64;
-    counters.trav_box_nodes += cost.box_queries as u64;
-    if cost.clocks == 0 {
-        // Nothing reached a TD: no instruction is charged.
-        return;
+    let mut wave = WaveCost::default();
+    wave.add(width, issued_lanes, cost);
+    wave.charge(counters, wave_index);
+}
+
+/// The instructions of one wave, summed; charged to the wave's TD once at the end (every
+/// instruction of a wave runs on the same TD, and the counters are sums, so this equals
+/// charging each instruction as it issues).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct WaveCost {
+    iterations: u64,
+    lane_steps: u64,
+    nan: u64,
+    inf_origin: u64,
+    user_nodes: u64,
+    out_of_bounds: u64,
+    /// What reached the TD (instructions with at least one tested lane).
+    td: TdCounters,
+}
+
+impl WaveCost {
+    /// Adds one wave instruction of a `width`-lane wave; `issued_lanes` were in exec.
+    #[inline]
+    pub fn add(&mut self, width: usize, issued_lanes: u32, cost: &InstructionCost) {
+        self.iterations += 1;
+        self.lane_steps += issued_lanes as u64;
+        self.nan += cost.nan as u64;
+        self.inf_origin += cost.inf_origin as u64;
+        self.user_nodes += cost.user_nodes as u64;
+        self.out_of_bounds += cost.out_of_bounds as u64;
+        if cost.clocks == 0 {
+            // Nothing reached a TD: no instruction is charged.
+            return;
+        }
+        self.td.merge(&TdCounters {
+            clocks: cost.clocks as u64,
+            instructions: 1,
+            box_queries: cost.box_queries as u64,
+            aabb_tests: 4 * cost.box_queries as u64,
+            aabb_useful: cost.aabb_useful as u64,
+            triangle_tests: cost.triangle_tests as u64,
+            lanes_active: cost.clocks as u64,
+            lanes_available: width as u64,
+        });
     }
-    let td = TdCounters {
-        clocks: cost.clocks as u64,
-        instructions: 1,
-        box_queries: cost.box_queries as u64,
-        aabb_tests: 4 * cost.box_queries as u64,
-        aabb_useful: cost.aabb_useful as u64,
-        triangle_tests: cost.triangle_tests as u64,
-        lanes_active: cost.clocks as u64,
-        lanes_available: width as u64,
-    };
-    counters.td_instructions += 1;
-    counters.td_clocks += td.clocks;
-    counters.td_box_queries += td.box_queries;
-    counters.td_aabb_tests += td.aabb_tests;
-    counters.td_aabb_useful += td.aabb_useful;
-    counters.td_triangle_tests += td.triangle_tests;
-    counters.lanes_active += td.lanes_active;
-    counters.lanes_available += td.lanes_available;
-    counters.per_td.ensure_len();
-    let s = (wave_index % counters.per_td.series_s.len() as u64) as usize;
-    counters.per_td.series_s[s].merge(&td);
-    let x = (wave_index % counters.per_td.series_x.len() as u64) as usize;
-    counters.per_td.series_x[x].merge(&td);
+
+    /// Adds the sums to `counters`: totals, and TD `wave_index mod TDs` on both consoles.
+    pub fn charge(&self, counters: &mut Counters, wave_index: u64) {
+        let td = &self.td;
+        counters.trav_iterations += self.iterations;
+        counters.trav_lane_steps += self.lane_steps;
+        counters.lanes_nan += self.nan;
+        counters.lanes_inf_origin += self.inf_origin;
+        counters.td_user_nodes += self.user_nodes;
+        counters.td_out_of_bounds += self.out_of_bounds;
+        counters.trav_box_nodes += td.box_queries;
+        if td.instructions == 0 {
+            return;
+        }
+        counters.td_instructions += td.instructions;
+        counters.td_clocks += td.clocks;
+        counters.td_box_queries += td.box_queries;
+        counters.td_aabb_tests += td.aabb_tests;
+        counters.td_aabb_useful += td.aabb_useful;
+        counters.td_triangle_tests += td.triangle_tests;
+        counters.lanes_active += td.lanes_active;
+        counters.lanes_available += td.lanes_available;
+        counters.per_td.ensure_len();
+        let s = (wave_index % counters.per_td.series_s.len() as u64) as usize;
+        counters.per_td.series_s[s].merge(td);
+        let x = (wave_index % counters.per_td.series_x.len() as u64) as usize;
+        counters.per_td.series_x[x].merge(td);
+    }
 }
 
 /// Busiest / mean / least busy TD clocks of `console` in `counters`.
