@@ -32,6 +32,17 @@ impl<T: Traversal> Traversal for LeafChains<T> {
     }
 
     #[inline(always)]
+    fn after_box_masked(
+        &self,
+        lane: &mut Self::Lane,
+        node: u32,
+        children: [u32; 4],
+        valid: u32,
+    ) -> Option<u32> {
+        self.0.after_box_masked(lane, node, children, valid)
+    }
+
+    #[inline(always)]
     fn after_leaf(&self, lane: &mut Self::Lane, node: u32) -> Option<u32> {
         // Types 1-3: the next triangle down in the same node (type bits 2:0 minus one).
         if node & 4 == 0 && node & 3 != 0 {

@@ -63,6 +63,19 @@ pub trait Traversal: Sync {
     /// pointers as 0xFFFFFFFF). Returns the next node, or `None` when the lane is done.
     fn after_box(&self, lane: &mut Self::Lane, node: u32, children: [u32; 4]) -> Option<u32>;
 
+    /// [`Traversal::after_box`] when the caller knows which entries of `children` are valid
+    /// (bit c set = `children[c]` is a child), as the SIMD box test does.
+    #[inline(always)]
+    fn after_box_masked(
+        &self,
+        lane: &mut Self::Lane,
+        node: u32,
+        children: [u32; 4],
+        _valid: u32,
+    ) -> Option<u32> {
+        self.after_box(lane, node, children)
+    }
+
     /// The lane's leaf (triangle, user node, or a node that failed) is done. Returns the next
     /// node, or `None` when the lane is done.
     fn after_leaf(&self, lane: &mut Self::Lane, node: u32) -> Option<u32>;
@@ -296,12 +309,12 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
                     continue;
                 };
                 let mut children = [0u32; 4];
-                box_query(b, &wave.ray[i], grow, sort, &mut children);
+                let valid = box_query(b, &wave.ray[i], grow, sort, &mut children);
                 cost.box_queries += 1;
                 cost.aabb_useful += b.useful_slots();
                 let lane = &mut wave.state[i];
                 lane.hit.clocks += 1;
-                let next = traversal.after_box(&mut lane.trav, node, children);
+                let next = traversal.after_box_masked(&mut lane.trav, node, children, valid);
                 max_depth = max_depth.max(traversal.stack_depth(&lane.trav));
                 go_on(wave, intersector, prim_id, i, next);
             }

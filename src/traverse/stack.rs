@@ -90,17 +90,28 @@ impl Traversal for FullStack {
     }
 
     #[inline(always)]
-    fn after_box(&self, lane: &mut StackLane, _node: u32, children: [u32; 4]) -> Option<u32> {
+    fn after_box(&self, lane: &mut StackLane, node: u32, children: [u32; 4]) -> Option<u32> {
         // Bit c set = children[c] is a child.
-        let mask = (is_child(children[0]) as u32)
+        let valid = (is_child(children[0]) as u32)
             | (is_child(children[1]) as u32) << 1
             | (is_child(children[2]) as u32) << 2
             | (is_child(children[3]) as u32) << 3;
-        let n = mask.count_ones() as usize;
-        // No holes = the valid slots are a prefix (mask is 0b0..01..1).
-        if mask & (mask + 1) == 0 {
+        self.after_box_masked(lane, node, children, valid)
+    }
+
+    #[inline(always)]
+    fn after_box_masked(
+        &self,
+        lane: &mut StackLane,
+        _node: u32,
+        children: [u32; 4],
+        valid: u32,
+    ) -> Option<u32> {
+        // No holes = the valid slots are a prefix (valid is 0b0..01..1).
+        if valid & (valid + 1) == 0 {
             // No holes (always so when sorting is on): go to children[0], push the rest so
             // that children[1] pops first.
+            let n = valid.count_ones() as usize;
             if n == 0 {
                 return lane.pop();
             }

@@ -24,7 +24,7 @@ use crate::hw::descriptor::{BvhDescriptor, TriangleReturnMode};
 use crate::hw::node::TRIANGLE_VERTICES;
 use crate::hw::pointer::{NodePointer, NodeType};
 use half::f16;
-use wide::f32x4;
+use wide::{f32x4, u32x4};
 
 /// CPU SIMD width of the intersector (f32 elements per vector).
 pub const LANES: usize = 4;
@@ -141,9 +141,16 @@ pub fn grow_factor(box_grow_ulps: u8) -> f32 {
 
 /// The ray/box test of four children at once and the sorting network
 /// (`semantics.md` 5.1-5.7), writing the four result dwords to `out` (element by element:
-/// no wide reload of narrow stores).
+/// no wide reload of narrow stores). Returns the mask of `out` entries that hold a child
+/// (bit c set = `out[c]` is not 0xFFFFFFFF): with sorting on, always a prefix.
 #[inline(always)]
-pub fn box_query(node: &DecodedBox, ray: &LaneRay, grow: f32, sort: bool, out: &mut [u32; 4]) {
+pub fn box_query(
+    node: &DecodedBox,
+    ray: &LaneRay,
+    grow: f32,
+    sort: bool,
+    out: &mut [u32; 4],
+) -> u32 {
     let mut p_lo = [f32x4::ZERO; 3];
     let mut p_hi = [f32x4::ZERO; 3];
     let mut r = [f32x4::ZERO; 3];
@@ -216,15 +223,19 @@ pub fn box_query(node: &DecodedBox, ray: &LaneRay, grow: f32, sort: bool, out: &
     // (the pointers travel as f32x4 bit patterns; the select never looks at them as floats).
     let children: f32x4 = bytemuck::cast(node.children);
     let ptr = hit_mask.select(children, bytemuck::cast([INVALID; 4]));
-    let r: [u32; 4] = if sort {
-        sort_network(ptr, tnear)
+    let invalid: u32x4 = bytemuck::cast::<f32x4, u32x4>(ptr).simd_eq(u32x4::splat(INVALID));
+    let valid = !(invalid.to_bitmask() as u32) & 0xf;
+    let (r, valid): ([u32; 4], u32) = if sort {
+        // Sorting moves the valid entries to the front.
+        (sort_network(ptr, tnear), (1 << valid.count_ones()) - 1)
     } else {
-        bytemuck::cast(ptr)
+        (bytemuck::cast(ptr), valid)
     };
     out[0] = r[0];
     out[1] = r[1];
     out[2] = r[2];
     out[3] = r[3];
+    valid
 }
 
 /// The five-comparator network (0,2),(1,3),(0,1),(2,3),(1,2): swap when the second entry is
@@ -692,6 +703,63 @@ impl BvhMemory<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The mask `box_query` returns names exactly the entries it wrote that are children,
+    /// sorted or not, on seeded random boxes (some inverted, some slots empty) and rays.
+    #[test]
+    fn box_query_mask_names_the_valid_entries() {
+        let mut state = 0x5EED_u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let mut unit = move || (next() >> 40) as f32 / (1u64 << 24) as f32 * 4.0 - 2.0;
+        let mut seen = [0u32; 5];
+        for case in 0..20_000u32 {
+            let mut bytes = [0u8; 128];
+            for c in 0..4 {
+                let ptr = if (case >> c) & 1 == 1 {
+                    INVALID
+                } else {
+                    0x100 + c as u32
+                };
+                bytes[4 * c..4 * c + 4].copy_from_slice(&ptr.to_le_bytes());
+                for a in 0..3 {
+                    let (p, q) = (unit(), unit());
+                    // Ordered bounds, inverted in one case of eight.
+                    let (lo, hi) = if case % 8 == 7 {
+                        (p.max(q), p.min(q))
+                    } else {
+                        (p.min(q), p.max(q))
+                    };
+                    let o = 16 + 24 * c + 4 * a;
+                    bytes[o..o + 4].copy_from_slice(&lo.to_le_bytes());
+                    bytes[o + 12..o + 16].copy_from_slice(&hi.to_le_bytes());
+                }
+            }
+            let node = DecodedBox::from_box32(&bytes);
+            let dir = [unit(), unit(), unit()];
+            let ray = LaneRay {
+                extent: 10.0,
+                origin: [unit(), unit(), unit()],
+                dir,
+                inv_dir: dir.map(|d| 1.0 / d),
+            };
+            for sort in [false, true] {
+                let mut out = [0u32; 4];
+                let mask = box_query(&node, &ray, 1.0, sort, &mut out);
+                let expect = (0..4)
+                    .filter(|&c| out[c] != INVALID)
+                    .fold(0, |m, c| m | 1 << c);
+                assert_eq!(mask, expect, "case {case} sort {sort}: {out:x?}");
+                seen[mask.count_ones() as usize] += 1;
+            }
+        }
+        // Every count of hits occurred.
+        assert!(seen.iter().all(|&n| n > 0), "{seen:?}");
+    }
 
     /// The branch-free rotation against the reference's dominant axis
     /// (`hw::triangle::dominant_axis`, written independently) on every sign and tie pattern
