@@ -7,7 +7,7 @@ use wavetrace::bvh::{build, closest_hit_scalar, BoxFormat, BuildOptions, Mesh};
 use wavetrace::counters::Counters;
 use wavetrace::hw::TriangleReturnMode;
 use wavetrace::math::{Hit, Ray};
-use wavetrace::traverse::{WaveTracer, WaveTracerConfig};
+use wavetrace::traverse::{PrimitiveIds, WaveTracer, WaveTracerConfig};
 use wavetrace::wave::{Tracer, WaveWidth};
 
 struct Rng(u64);
@@ -229,5 +229,66 @@ fn hits_and_counters_do_not_depend_on_the_thread_count() {
             runs[0].1.iter().map(|&x| x as u64).sum::<u64>()
         );
         assert!(c.per_td.series_x.iter().all(|t| t.clocks > 0));
+    }
+}
+
+/// The same image mapped elsewhere: at a nonzero base address with its bytes three blocks
+/// into the mapped memory (the direct node lookups are shifted), and ending at the top of
+/// the 48-bit address space (where the direct lookups are not used, everything takes the
+/// general fetch). Identical hits and counters to the plain image.
+#[test]
+fn the_image_address_does_not_change_hits_or_counters() {
+    let mut rng = Rng(0xE0_0003);
+    let mesh = mesh(&mut rng);
+    let rays = rays(&mut rng, 6000);
+    let built = build(&mesh, &BuildOptions::default()).unwrap();
+    let config = WaveTracerConfig {
+        parallel: false,
+        ..Default::default()
+    };
+    let run = |tracer: &WaveTracer| {
+        let mut hits = vec![Hit::MISS; rays.len()];
+        let mut counters = Counters::default();
+        tracer.closest_hits(&rays, &mut hits, None, &mut counters);
+        (hits, counters)
+    };
+    let (plain_hits, plain_counters) = run(&WaveTracer::new(&built.image, &mesh, config));
+    let image = std::sync::Arc::new(built.image.clone());
+    let ids = |image: std::sync::Arc<wavetrace::bvh::BvhImage>| -> Box<dyn PrimitiveIds> {
+        Box::new(move |ptr: u32, dwords: &[u32; 4]| image.primitive_id(ptr, dwords))
+    };
+    // Three blocks of other memory, then the image at base * 256.
+    let mut shifted = vec![0xABu8; 192];
+    shifted.extend_from_slice(&image.bytes);
+    let shifted_base = 0x100u64;
+    // The image padded to 256-byte units, ending at 2^48.
+    let mut top = image.bytes.clone();
+    top.resize(image.bytes.len().div_ceil(256) * 256, 0);
+    let top_base = ((1u64 << 48) - top.len() as u64) / 256;
+    let cases = [
+        (shifted, shifted_base * 256 - 192, shifted_base),
+        (top, top_base * 256, top_base),
+    ];
+    for (bytes, va, base) in cases {
+        let descriptor = wavetrace::hw::BvhDescriptor {
+            base_address_256: base,
+            ..image.descriptor
+        };
+        let tracer = WaveTracer::from_parts(
+            bytes,
+            va,
+            descriptor,
+            image.root,
+            ids(image.clone()),
+            config,
+        );
+        let (hits, counters) = run(&tracer);
+        assert_eq!(counters, plain_counters, "va {va:#x}");
+        for (i, (a, b)) in hits.iter().zip(&plain_hits).enumerate() {
+            assert!(
+                a.t.to_bits() == b.t.to_bits() && a.prim_id == b.prim_id && a.bary == b.bary,
+                "ray {i}: {a:?} vs {b:?}"
+            );
+        }
     }
 }
