@@ -304,7 +304,7 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
                 let i = box_lanes.trailing_zeros() as usize;
                 box_lanes &= box_lanes - 1;
                 let node = wave.node[i];
-                let Some(b) = intersector.cached_box(node) else {
+                let Some(b) = intersector.cached_box_of_box_pointer(node) else {
                     exec |= 1 << i;
                     continue;
                 };

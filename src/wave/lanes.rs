@@ -261,6 +261,13 @@ impl<'a> WaveIntersector<'a> {
         if node & 6 != 4 {
             return None;
         }
+        self.cached_box_of_box_pointer(node)
+    }
+
+    /// [`Self::cached_box`] for a pointer the caller knows is of type 4 or 5.
+    #[inline(always)]
+    pub fn cached_box_of_box_pointer(&self, node: u32) -> Option<&'a DecodedBox> {
+        debug_assert!(node & 6 == 4);
         let e = &self.fast.boxes.get((node >> 3) as usize)?.node;
         (e.ty == node & 7).then_some(e)
     }
