@@ -37,6 +37,7 @@ impl<F: Fn(u32, &[u32; 4]) -> u32 + Send + Sync> PrimitiveIds for F {
 }
 
 use crate::counters::Counters;
+use crate::hw::descriptor::TriangleReturnMode;
 use crate::hw::instruction::LaneOutcome;
 use crate::hw::pointer::{NodePointer, NodeType};
 use crate::math::{Hit, Ray};
@@ -265,17 +266,6 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
         let mut max_depth = 0usize;
         // Triangle lanes gathered for the SIMD test, and who they are.
         let mut batch = Gathered::default();
-        // Runs the gathered triangle tests and lets each lane consume its dwords.
-        let flush = |wave: &mut Wave<W, LaneState<T::Lane>>,
-                     batch: &mut Gathered,
-                     max_depth: &mut usize,
-                     counters: &mut Counters| {
-            let dwords = batch.tests.run(mode);
-            for (j, &(i, node)) in batch.lanes.iter().enumerate().take(batch.tests.len()) {
-                self.after_triangle(wave, (i, node), dwords[j], max_depth, counters);
-            }
-            batch.tests.clear();
-        };
         let mut wave_cost = td::WaveCost::default();
         while wave.exec != 0 {
             let issued = wave.exec.count_ones();
@@ -327,7 +317,7 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
                     batch.tests.push(bytes, (node & 3) as usize, &wave.ray[i]);
                     cost.triangle_tests += 1;
                     if batch.tests.is_full() {
-                        flush(wave, &mut batch, &mut max_depth, counters);
+                        self.flush(wave, &mut batch, mode, &mut max_depth, counters);
                     }
                     continue;
                 }
@@ -358,7 +348,7 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
                 }
             }
             if !batch.tests.is_empty() {
-                flush(wave, &mut batch, &mut max_depth, counters);
+                self.flush(wave, &mut batch, mode, &mut max_depth, counters);
             }
             cost.clocks = cost.box_queries + cost.triangle_tests;
             wave_cost.add(W, issued, &cost);
@@ -401,6 +391,23 @@ pub(crate) fn start_lane<const W: usize, T: Traversal>(
 }
 
 impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
+    /// Runs the gathered triangle tests and lets each lane consume its dwords.
+    #[inline(always)]
+    fn flush<const W: usize>(
+        &self,
+        wave: &mut Wave<W, LaneState<T::Lane>>,
+        batch: &mut Gathered,
+        mode: TriangleReturnMode,
+        max_depth: &mut usize,
+        counters: &mut Counters,
+    ) {
+        let dwords = batch.tests.run(mode);
+        for (j, &(i, node)) in batch.lanes.iter().enumerate().take(batch.tests.len()) {
+            self.after_triangle(wave, (i, node), dwords[j], max_depth, counters);
+        }
+        batch.tests.clear();
+    }
+
     /// Lane `i` tested triangle `node` and got `dwords`: offers the hit, then asks the
     /// strategy for the next node (none after an accepted hit of an any-hit query).
     #[inline(always)]
