@@ -40,14 +40,73 @@ pub const C_TRI: f32 = 1.0;
 pub const LEAF: u32 = 1 << 31;
 
 /// A primitive reference: a triangle (or, with spatial splits, a clipped part of one).
+///
+/// 32 bytes (two 16-byte lanes), so that the passes over the references per level move two
+/// thirds of the bytes of a `Vec3A` layout: the primitive id and the triangle count ride in
+/// the fourth lane of the bounds, as bits, and are masked off when the bounds are read.
 #[derive(Clone, Copy, Debug)]
+#[repr(C, align(16))]
 pub struct PrimRef {
-    pub min: Vec3A,
-    pub max: Vec3A,
+    /// Min x, y, z; lane 3: the primitive id's bits.
+    lo: [f32; 4],
+    /// Max x, y, z; lane 3: the triangle count's bits.
+    hi: [f32; 4],
+}
+
+const _: () = assert!(std::mem::size_of::<PrimRef>() == 32);
+
+impl PrimRef {
+    /// `prim`: primitive id in the mesh (or cluster index with leaf chains); `triangles`:
+    /// triangles tested when this reference is reached (1, or the cluster size).
+    #[inline]
+    pub fn new(min: Vec3A, max: Vec3A, prim: u32, triangles: u32) -> PrimRef {
+        let [x, y, z] = min.to_array();
+        let [u, v, w] = max.to_array();
+        PrimRef {
+            lo: [x, y, z, f32::from_bits(prim)],
+            hi: [u, v, w, f32::from_bits(triangles)],
+        }
+    }
+
+    #[inline(always)]
+    pub fn min(&self) -> Vec3A {
+        xyz(&self.lo)
+    }
+
+    #[inline(always)]
+    pub fn max(&self) -> Vec3A {
+        xyz(&self.hi)
+    }
+
     /// Primitive id in the mesh (or cluster index with leaf chains).
-    pub prim: u32,
+    #[inline]
+    pub fn prim(&self) -> u32 {
+        self.lo[3].to_bits()
+    }
+
     /// Triangles tested when this reference is reached (1, or the cluster size).
-    pub triangles: u32,
+    #[inline]
+    pub fn triangles(&self) -> u32 {
+        self.hi[3].to_bits()
+    }
+}
+
+/// Lanes x, y, z of `v` as a `Vec3A` whose fourth lane is 0 (the id bits would be
+/// subnormal floats, slow in arithmetic on some cores).
+#[inline(always)]
+fn xyz(v: &[f32; 4]) -> Vec3A {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::__m128;
+        // One aligned load and one andps.
+        let lanes: wide::f32x4 = bytemuck::cast(*v);
+        let mask: wide::f32x4 = bytemuck::cast([u32::MAX, u32::MAX, u32::MAX, 0]);
+        Vec3A::from(bytemuck::cast::<wide::f32x4, __m128>(lanes & mask))
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        Vec3A::new(v[0], v[1], v[2])
+    }
 }
 
 /// An inner node of the binary tree (36 bytes; leaves are references, see [`LEAF`]).
@@ -141,8 +200,8 @@ pub fn build_binary(refs: &mut [PrimRef]) -> BinaryTree {
         .par_chunks(PARALLEL_BINNING / 4)
         .map(|chunk| {
             chunk.iter().fold(empty, |[lo, hi, clo, chi], r| {
-                let c = r.min + r.max;
-                [lo.min(r.min), hi.max(r.max), clo.min(c), chi.max(c)]
+                let c = r.min() + r.max();
+                [lo.min(r.min()), hi.max(r.max()), clo.min(c), chi.max(c)]
             })
         })
         .collect::<Vec<_>>()
@@ -182,7 +241,7 @@ fn build_rec(
 ) -> [f32; 4] {
     let m = refs.len();
     if m == 1 {
-        return [C_TRI * refs[0].triangles as f32 * half_area(min, max); 4];
+        return [C_TRI * refs[0].triangles() as f32 * half_area(min, max); 4];
     }
     debug_assert_eq!(nodes.len(), m - 1);
 
@@ -199,7 +258,7 @@ fn build_rec(
     let (cmin, cmax) = centroid_bounds.unwrap_or_else(|| {
         refs.iter()
             .fold((Vec3A::INFINITY, Vec3A::NEG_INFINITY), |(lo, hi), r| {
-                let c = r.min + r.max;
+                let c = r.min() + r.max();
                 (lo.min(c), hi.max(c))
             })
     });
@@ -214,7 +273,7 @@ fn build_rec(
         Some((axis, bin, lmin, lmax, rmin, rmax)) => {
             let scale = bin_scale(extent);
             let (left, lc, rc) = partition(refs, |r| {
-                bin_of((r.min + r.max - cmin) * scale)[axis] <= bin
+                bin_of((r.min() + r.max() - cmin) * scale)[axis] <= bin
             });
             ((lmin, lmax, Some(lc)), (rmin, rmax, Some(rc)), left)
         }
@@ -229,7 +288,7 @@ fn build_rec(
             } else {
                 2
             };
-            let key = |r: &PrimRef| r.min[axis] + r.max[axis];
+            let key = |r: &PrimRef| r.min()[axis] + r.max()[axis];
             refs.select_nth_unstable_by(half, |a, b| key(a).total_cmp(&key(b)));
             let (a, b) = refs.split_at(half);
             let (lmin, lmax) = bounds(a);
@@ -254,7 +313,7 @@ fn build_rec(
 fn bounds(refs: &[PrimRef]) -> (Vec3A, Vec3A) {
     refs.iter()
         .fold((Vec3A::INFINITY, Vec3A::NEG_INFINITY), |(lo, hi), r| {
-            (lo.min(r.min), hi.max(r.max))
+            (lo.min(r.min()), hi.max(r.max()))
         })
 }
 
@@ -462,11 +521,11 @@ fn bin_refs(refs: &[PrimRef], cmin: Vec3A, scale: Vec3A, out: &mut Bins) {
     // Merging is exact (min, max and counts), so the result does not change.
     let add = |bins: &mut Bins, r: &PrimRef| {
         // Non-negative (`cmin` is the least of the same sums) and at most about `BINS`.
-        let b = bin_of((r.min + r.max - cmin) * scale);
+        let b = bin_of((r.min() + r.max() - cmin) * scale);
         for axis in 0..3 {
             let bin = &mut bins[axis][b[axis]];
-            bin.min = bin.min.min(r.min);
-            bin.max = bin.max.max(r.max);
+            bin.min = bin.min.min(r.min());
+            bin.max = bin.max.max(r.max());
             bin.count += 1;
         }
     };
@@ -503,7 +562,7 @@ fn small_split(refs: &mut [PrimRef]) -> (Vec3A, Vec3A, Vec3A, Vec3A, usize) {
         // Both orders cost the same (one reference per side, and the sum commutes), so the
         // sweep keeps axis 0 and the result is the order of the four stable sorts (axes 0,
         // 1, 2, then 0 again): two-element sorts are one compare-and-swap each.
-        let (a, b) = (refs[0].min + refs[0].max, refs[1].min + refs[1].max);
+        let (a, b) = (refs[0].min() + refs[0].max(), refs[1].min() + refs[1].max());
         let (a, b) = (a.to_array(), b.to_array());
         let mut swapped = false;
         for axis in [0, 1, 2, 0] {
@@ -515,12 +574,18 @@ fn small_split(refs: &mut [PrimRef]) -> (Vec3A, Vec3A, Vec3A, Vec3A, usize) {
         if swapped {
             refs.swap(0, 1);
         }
-        return (refs[0].min, refs[0].max, refs[1].min, refs[1].max, 1);
+        return (
+            refs[0].min(),
+            refs[0].max(),
+            refs[1].min(),
+            refs[1].max(),
+            1,
+        );
     }
     // Doubled centroids per axis.
     let mut keys = [[0.0f32; SMALL_NODE]; 3];
     for (i, r) in refs.iter().enumerate() {
-        let c = (r.min + r.max).to_array();
+        let c = (r.min() + r.max()).to_array();
         for axis in 0..3 {
             keys[axis][i] = c[axis];
         }
@@ -534,15 +599,15 @@ fn small_split(refs: &mut [PrimRef]) -> (Vec3A, Vec3A, Vec3A, Vec3A, usize) {
         let (mut lo, mut hi) = (Vec3A::INFINITY, Vec3A::NEG_INFINITY);
         for i in (1..m).rev() {
             let r = &refs[order[i] as usize];
-            lo = lo.min(r.min);
-            hi = hi.max(r.max);
+            lo = lo.min(r.min());
+            hi = hi.max(r.max());
             right_area[i] = half_area(lo, hi);
         }
         let (mut lo, mut hi) = (Vec3A::INFINITY, Vec3A::NEG_INFINITY);
         for i in 0..m - 1 {
             let r = &refs[order[i] as usize];
-            lo = lo.min(r.min);
-            hi = hi.max(r.max);
+            lo = lo.min(r.min());
+            hi = hi.max(r.max());
             let c = half_area(lo, hi) * (i + 1) as f32 + right_area[i + 1] * (m - i - 1) as f32;
             if c < best.0 {
                 best = (c, axis, i + 1);
@@ -588,13 +653,13 @@ fn partition(
     let (mut i, mut j) = (0usize, refs.len());
     loop {
         while i < j && left(&refs[i]) {
-            let c = refs[i].min + refs[i].max;
+            let c = refs[i].min() + refs[i].max();
             lmin = lmin.min(c);
             lmax = lmax.max(c);
             i += 1;
         }
         while i < j && !left(&refs[j - 1]) {
-            let c = refs[j - 1].min + refs[j - 1].max;
+            let c = refs[j - 1].min() + refs[j - 1].max();
             rmin = rmin.min(c);
             rmax = rmax.max(c);
             j -= 1;
@@ -604,10 +669,10 @@ fn partition(
         }
         // refs[i] goes right, refs[j - 1] goes left.
         refs.swap(i, j - 1);
-        let c = refs[i].min + refs[i].max;
+        let c = refs[i].min() + refs[i].max();
         lmin = lmin.min(c);
         lmax = lmax.max(c);
-        let c = refs[j - 1].min + refs[j - 1].max;
+        let c = refs[j - 1].min() + refs[j - 1].max();
         rmin = rmin.min(c);
         rmax = rmax.max(c);
         i += 1;
@@ -622,7 +687,7 @@ mod tests {
     /// The exact small-node split as first written: stable swap-based insertion sorts of
     /// the references themselves, axis after axis, then the best axis again.
     fn small_split_reference(refs: &mut [PrimRef]) -> usize {
-        let key = |r: &PrimRef, axis: usize| (r.min + r.max).to_array()[axis];
+        let key = |r: &PrimRef, axis: usize| (r.min() + r.max()).to_array()[axis];
         let sort = |refs: &mut [PrimRef], axis: usize| {
             for i in 1..refs.len() {
                 let mut j = i;
@@ -639,14 +704,14 @@ mod tests {
             let mut right_area = vec![0.0f32; m];
             let (mut lo, mut hi) = (Vec3A::INFINITY, Vec3A::NEG_INFINITY);
             for i in (1..m).rev() {
-                lo = lo.min(refs[i].min);
-                hi = hi.max(refs[i].max);
+                lo = lo.min(refs[i].min());
+                hi = hi.max(refs[i].max());
                 right_area[i] = half_area(lo, hi);
             }
             let (mut lo, mut hi) = (Vec3A::INFINITY, Vec3A::NEG_INFINITY);
             for i in 0..m - 1 {
-                lo = lo.min(refs[i].min);
-                hi = hi.max(refs[i].max);
+                lo = lo.min(refs[i].min());
+                hi = hi.max(refs[i].max());
                 let c = half_area(lo, hi) * (i + 1) as f32 + right_area[i + 1] * (m - i - 1) as f32;
                 if c < best.0 {
                     best = (c, axis, i + 1);
@@ -684,18 +749,13 @@ mod tests {
                 .map(|prim| {
                     let a = Vec3A::new(rng.coordinate(), rng.coordinate(), rng.coordinate());
                     let e = Vec3A::new(rng.coordinate(), rng.coordinate(), rng.coordinate());
-                    PrimRef {
-                        min: a,
-                        max: a + e,
-                        prim,
-                        triangles: 1,
-                    }
+                    PrimRef::new(a, a + e, prim, 1)
                 })
                 .collect();
             let (mut fast, mut slow) = (refs.clone(), refs);
             let (lmin, lmax, rmin, rmax, left) = small_split(&mut fast);
             assert_eq!(left, small_split_reference(&mut slow), "case {case}");
-            let order = |r: &[PrimRef]| r.iter().map(|r| r.prim).collect::<Vec<_>>();
+            let order = |r: &[PrimRef]| r.iter().map(|r| r.prim()).collect::<Vec<_>>();
             assert_eq!(order(&fast), order(&slow), "case {case}");
             assert_eq!((lmin, lmax), bounds(&slow[..left]));
             assert_eq!((rmin, rmax), bounds(&slow[left..]));

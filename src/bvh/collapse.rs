@@ -77,7 +77,7 @@ impl Tree4 {
         let source = self.nodes[n].sources[s];
         if source & LEAF != 0 {
             let r = &self.refs[(source & !LEAF) as usize];
-            (r.min, r.max)
+            (r.min(), r.max())
         } else {
             let node = &self.binary.as_ref().expect("a binary tree").nodes()[source as usize];
             (Vec3A::from(node.min), Vec3A::from(node.max))
@@ -116,7 +116,7 @@ impl Collapser<'_> {
             out.sources[s] = c;
             if c & LEAF != 0 {
                 out.slots[s] = Some(Slot::Leaf(tree.leaves.len() as u32));
-                tree.leaves.push(self.refs[(c & !LEAF) as usize].prim);
+                tree.leaves.push(self.refs[(c & !LEAF) as usize].prim());
             } else {
                 inner[inner_count] = (s, c);
                 inner_count += 1;
