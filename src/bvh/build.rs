@@ -29,6 +29,9 @@ const PARALLEL_BINNING: usize = 1 << 16;
 const MAX_SAH_DEPTH: u32 = 64;
 /// Nodes with at most this many references get an exact SAH sweep instead of bins.
 const SMALL_NODE: usize = 12;
+/// Inner nodes over at least this many references record their 4-wide subtree sizes
+/// ([`BinaryTree::subtree_sizes`]), so that the collapse can emit them in parallel.
+pub const COLLAPSE_PARALLEL: usize = 8192;
 
 /// SAH cost of one box-node instruction (one TD clock for four boxes).
 pub const C_BOX: f32 = 1.0;
@@ -132,6 +135,13 @@ pub struct BinaryTree {
     words: Vec<[u32; 9]>,
     /// The root: inner node 0, or `LEAF | 0` with a single reference.
     pub root: u32,
+    /// Box nodes of the whole 4-wide tree (1 when the root is a single reference).
+    pub boxes: u32,
+    /// Per inner node over at least [`COLLAPSE_PARALLEL`] references, and the root: (box nodes of its
+    /// 4-wide subtree when it is emitted as a box node, its references); `[0, 0]` for the
+    /// others (allocated zeroed and written only for these few nodes, so almost no page of it
+    /// is ever mapped).
+    pub subtree_sizes: Vec<[u32; 2]>,
 }
 
 impl BinaryTree {
@@ -180,6 +190,7 @@ pub fn build_binary(refs: &mut [PrimRef]) -> BinaryTree {
     assert!(!refs.is_empty());
     let mut words = vec![[0u32; 9]; refs.len() - 1];
     let nodes: &mut [Node2] = bytemuck::cast_slice_mut(&mut words);
+    let mut subtree_sizes = vec![[0u32; 2]; refs.len() - 1];
     // Bounds and (doubled) centroid bounds in one pass, in chunks of a fixed size merged in
     // order (min and max are exact: the same for any thread count).
     let empty = [
@@ -208,8 +219,28 @@ pub fn build_binary(refs: &mut [PrimRef]) -> BinaryTree {
         .into_iter()
         .fold(empty, merge);
     let root = if refs.len() == 1 { LEAF } else { 0 };
-    build_rec(refs, nodes, 0, 0, min, max, 0, Some((cmin, cmax)));
-    BinaryTree { words, root }
+    build_rec(
+        refs,
+        nodes,
+        &mut subtree_sizes,
+        0,
+        0,
+        min,
+        max,
+        0,
+        Some((cmin, cmax)),
+    );
+    BinaryTree {
+        words,
+        root,
+        // A single reference is emitted as a box node with one slot.
+        boxes: if root & LEAF != 0 {
+            1
+        } else {
+            subtree_sizes[0][0]
+        },
+        subtree_sizes,
+    }
 }
 
 #[derive(Clone, Copy)]
@@ -227,21 +258,24 @@ const EMPTY_BIN: Bin = Bin {
 
 /// Builds the subtree over `refs` (starting at index `first_ref` of the whole array) into
 /// `nodes` (its own inner-node range, starting at `base`), with bounds `min..max` already
-/// known. Returns the subtree's collapse costs (`cost[k-1]`, see [`build_binary`]).
+/// known. Returns the subtree's collapse costs (`cost[k-1]`, see [`build_binary`]) and
+/// `boxes[k-1]`, the box nodes its 4-wide form has when it fills `k` slots of its parent.
 #[allow(clippy::too_many_arguments)]
 fn build_rec(
     refs: &mut [PrimRef],
     nodes: &mut [Node2],
+    sizes: &mut [[u32; 2]],
     first_ref: u32,
     base: u32,
     min: Vec3A,
     max: Vec3A,
     depth: u32,
     centroid_bounds: Option<(Vec3A, Vec3A)>,
-) -> [f32; 4] {
+) -> ([f32; 4], [u32; 4]) {
     let m = refs.len();
     if m == 1 {
-        return [C_TRI * refs[0].triangles() as f32 * half_area(min, max); 4];
+        let cost = C_TRI * refs[0].triangles() as f32 * half_area(min, max);
+        return ([cost; 4], [0; 4]);
     }
     debug_assert_eq!(nodes.len(), m - 1);
 
@@ -249,7 +283,7 @@ fn build_rec(
         let (lmin, lmax, rmin, rmax, left_count) = small_split(refs);
         let sides = [(lmin, lmax, None), (rmin, rmax, None)];
         return finish_inner(
-            refs, nodes, first_ref, base, min, max, depth, sides, left_count,
+            refs, nodes, sizes, first_ref, base, min, max, depth, sides, left_count,
         );
     }
 
@@ -299,6 +333,7 @@ fn build_rec(
     finish_inner(
         refs,
         nodes,
+        sizes,
         first_ref,
         base,
         min,
@@ -320,11 +355,13 @@ fn bounds(refs: &[PrimRef]) -> (Vec3A, Vec3A) {
 /// Bounds and (if known) centroid bounds of one side of a split.
 type Side = (Vec3A, Vec3A, Option<(Vec3A, Vec3A)>);
 
-/// Recurses into the two sides of a split, writes this node and returns its collapse costs.
+/// Recurses into the two sides of a split, writes this node and returns its collapse costs
+/// and box counts (see [`build_rec`]).
 #[allow(clippy::too_many_arguments)]
 fn finish_inner(
     refs: &mut [PrimRef],
     nodes: &mut [Node2],
+    sizes: &mut [[u32; 2]],
     first_ref: u32,
     base: u32,
     min: Vec3A,
@@ -332,7 +369,7 @@ fn finish_inner(
     depth: u32,
     sides: [Side; 2],
     left_count: usize,
-) -> [f32; 4] {
+) -> ([f32; 4], [u32; 4]) {
     let [(lmin, lmax, lc), (rmin, rmax, rc)] = sides;
     let m = refs.len();
     debug_assert!(left_count > 0 && left_count < m);
@@ -354,14 +391,27 @@ fn finish_inner(
     ];
     let (this, rest) = nodes.split_at_mut(1);
     let (left_nodes, right_nodes) = rest.split_at_mut(left_count - 1);
+    let (this_size, rest) = sizes.split_at_mut(1);
+    let (left_sizes, right_sizes) = rest.split_at_mut(left_count - 1);
     let (left_refs, right_refs) = refs.split_at_mut(left_count);
-    let left = |refs: &mut [PrimRef], nodes: &mut [Node2]| {
-        build_rec(refs, nodes, first_ref, left_base, lmin, lmax, depth + 1, lc)
-    };
-    let right = |refs: &mut [PrimRef], nodes: &mut [Node2]| {
+    let left = |refs: &mut [PrimRef], nodes: &mut [Node2], sizes: &mut [[u32; 2]]| {
         build_rec(
             refs,
             nodes,
+            sizes,
+            first_ref,
+            left_base,
+            lmin,
+            lmax,
+            depth + 1,
+            lc,
+        )
+    };
+    let right = |refs: &mut [PrimRef], nodes: &mut [Node2], sizes: &mut [[u32; 2]]| {
+        build_rec(
+            refs,
+            nodes,
+            sizes,
             right_first,
             right_base,
             rmin,
@@ -370,13 +420,16 @@ fn finish_inner(
             rc,
         )
     };
-    let (l, r) = if m >= PARALLEL_THRESHOLD {
+    let ((l, lb), (r, rb)) = if m >= PARALLEL_THRESHOLD {
         rayon::join(
-            || left(left_refs, left_nodes),
-            || right(right_refs, right_nodes),
+            || left(left_refs, left_nodes, left_sizes),
+            || right(right_refs, right_nodes, right_sizes),
         )
     } else {
-        (left(left_refs, left_nodes), right(right_refs, right_nodes))
+        (
+            left(left_refs, left_nodes, left_sizes),
+            right(right_refs, right_nodes, right_sizes),
+        )
     };
 
     // Collapse costs (see `build_binary`).
@@ -407,7 +460,19 @@ fn finish_inner(
         children,
         split,
     };
-    cost
+    // Box counts, following the collapse (`Collapser::emit_box` and `gather`): as a box
+    // node it fills its 4 slots with `split[3]` slots for the left child (2 if 0).
+    let i = if split[3] == 0 { 2 } else { split[3] as usize };
+    let as_box_nodes = 1 + lb[i - 1] + rb[4 - i - 1];
+    let boxes = std::array::from_fn(|k| match split[k] as usize {
+        0 => as_box_nodes,
+        s => lb[s - 1] + rb[k + 1 - s - 1],
+    });
+    // (The root's too: its box count sizes the collapse's output.)
+    if m >= COLLAPSE_PARALLEL || base == 0 {
+        this_size[0] = [as_box_nodes, m as u32];
+    }
+    (cost, boxes)
 }
 
 /// Evaluates the binned SAH on all three axes. Returns the axis, the last bin of the left

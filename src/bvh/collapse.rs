@@ -10,6 +10,7 @@
 
 use super::build::{BinaryTree, Node2, PrimRef, LEAF};
 use glam::Vec3A;
+use rayon::Scope;
 
 /// One child slot of a 4-wide node.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -55,20 +56,27 @@ impl Tree4 {
 
     /// Collapses the binary tree (over the reordered `refs`) into a 4-wide tree,
     /// depth-first.
+    ///
+    /// The output is pre-sized (the build counted the box nodes) and subtrees over at least
+    /// [`COLLAPSE_PARALLEL`](super::build::COLLAPSE_PARALLEL) references, whose sizes the build
+    /// recorded, are emitted by rayon tasks into their own ranges: the same tree as a serial
+    /// depth-first walk, for any thread count.
     pub fn collapse(bin: BinaryTree, refs: Vec<PrimRef>) -> Tree4 {
-        let mut tree = Tree4 {
-            nodes: Vec::with_capacity(refs.len() / 2 + 1),
-            leaves: Vec::with_capacity(refs.len()),
-            ..Tree4::default()
-        };
+        let mut nodes = vec![EMPTY_NODE; bin.boxes as usize];
+        let mut leaves = vec![0u32; refs.len()];
         let collapser = Collapser {
             nodes: bin.nodes(),
+            sizes: &bin.subtree_sizes,
             refs: &refs,
         };
-        collapser.emit_box(&mut tree, bin.root);
-        tree.binary = Some(bin);
-        tree.refs = refs;
-        tree
+        let (n, l) = collapser.emit_box(bin.root, &mut nodes, &mut leaves, 0, 0);
+        debug_assert_eq!((n, l), (nodes.len(), leaves.len()));
+        Tree4 {
+            nodes,
+            leaves,
+            binary: Some(bin),
+            refs,
+        }
     }
 
     /// The exact box of slot `s` of node `n` (a used slot).
@@ -88,15 +96,66 @@ impl Tree4 {
 /// The binary tree being collapsed.
 struct Collapser<'a> {
     nodes: &'a [Node2],
+    /// [`BinaryTree::subtree_sizes`].
+    sizes: &'a [[u32; 2]],
     refs: &'a [PrimRef],
 }
 
+/// The unwritten rest of a box node's output ranges, consumed child subtree by child
+/// subtree in slot order.
+struct Cursor<'o> {
+    nodes: &'o mut [Node4],
+    leaves: &'o mut [u32],
+    node_base: u32,
+    leaf_base: u32,
+}
+
+impl<'o> Cursor<'o> {
+    /// Emits the box-node subtree of binary node `c` at the front of the rest: in a task of
+    /// `scope` when the build recorded its size, here otherwise.
+    fn emit<'s>(&mut self, collapser: &'s Collapser<'s>, c: u32, scope: Option<&Scope<'s>>)
+    where
+        'o: 's,
+    {
+        let nodes = std::mem::take(&mut self.nodes);
+        let leaves = std::mem::take(&mut self.leaves);
+        let (node_base, leaf_base) = (self.node_base, self.leaf_base);
+        let [boxes, references] = collapser.sizes[c as usize];
+        let (used_nodes, used_leaves, rest_nodes, rest_leaves) = match scope {
+            Some(scope) if boxes != 0 => {
+                let (mine, rest_nodes) = nodes.split_at_mut(boxes as usize);
+                let (my_leaves, rest_leaves) = leaves.split_at_mut(references as usize);
+                scope.spawn(move |_| {
+                    collapser.emit_box(c, mine, my_leaves, node_base, leaf_base);
+                });
+                (boxes as usize, references as usize, rest_nodes, rest_leaves)
+            }
+            _ => {
+                let (n, l) = collapser.emit_box(c, nodes, leaves, node_base, leaf_base);
+                let (_, rest_nodes) = nodes.split_at_mut(n);
+                let (_, rest_leaves) = leaves.split_at_mut(l);
+                (n, l, rest_nodes, rest_leaves)
+            }
+        };
+        self.nodes = rest_nodes;
+        self.leaves = rest_leaves;
+        self.node_base += used_nodes as u32;
+        self.leaf_base += used_leaves as u32;
+    }
+}
+
 impl Collapser<'_> {
-    /// Emits binary child reference `n` as a box node (and, recursively, its subtree);
-    /// returns its index.
-    fn emit_box(&self, tree: &mut Tree4, n: u32) -> u32 {
-        let index = tree.nodes.len() as u32;
-        tree.nodes.push(EMPTY_NODE);
+    /// Emits binary child reference `n` as a box node (and, recursively, its subtree) at
+    /// `nodes[0]` (global index `node_base`), its triangle references from `leaves[0]`
+    /// (global index `leaf_base`); returns the box nodes and leaves written.
+    fn emit_box(
+        &self,
+        n: u32,
+        nodes: &mut [Node4],
+        leaves: &mut [u32],
+        node_base: u32,
+        leaf_base: u32,
+    ) -> (usize, usize) {
         let mut children = [0u32; 4];
         let mut count = 0;
         if n & LEAF != 0 {
@@ -109,24 +168,49 @@ impl Collapser<'_> {
             self.gather(node.children[0], i as usize, &mut children, &mut count);
             self.gather(node.children[1], 4 - i as usize, &mut children, &mut count);
         }
+        let mut out = EMPTY_NODE;
         let mut inner = [(0usize, 0u32); 4];
         let mut inner_count = 0;
+        let mut used_leaves = 0;
+        let mut parallel = false;
         for (s, &c) in children[..count].iter().enumerate() {
-            let out = &mut tree.nodes[index as usize];
             out.sources[s] = c;
             if c & LEAF != 0 {
-                out.slots[s] = Some(Slot::Leaf(tree.leaves.len() as u32));
-                tree.leaves.push(self.refs[(c & !LEAF) as usize].prim());
+                out.slots[s] = Some(Slot::Leaf(leaf_base + used_leaves as u32));
+                leaves[used_leaves] = self.refs[(c & !LEAF) as usize].prim();
+                used_leaves += 1;
             } else {
                 inner[inner_count] = (s, c);
                 inner_count += 1;
+                parallel |= self.sizes[c as usize][0] != 0;
             }
         }
-        for &(s, c) in &inner[..inner_count] {
-            let child = self.emit_box(tree, c);
-            tree.nodes[index as usize].slots[s] = Some(Slot::Node(child));
+        let (this, rest_nodes) = nodes.split_at_mut(1);
+        let rest_leaves = &mut leaves[used_leaves..];
+        let mut cursor = Cursor {
+            nodes: rest_nodes,
+            leaves: rest_leaves,
+            node_base: node_base + 1,
+            leaf_base: leaf_base + used_leaves as u32,
+        };
+        if parallel {
+            rayon::scope(|scope| {
+                for &(s, c) in &inner[..inner_count] {
+                    out.slots[s] = Some(Slot::Node(cursor.node_base));
+                    cursor.emit(self, c, Some(scope));
+                }
+            });
+        } else {
+            for &(s, c) in &inner[..inner_count] {
+                out.slots[s] = Some(Slot::Node(cursor.node_base));
+                cursor.emit(self, c, None);
+            }
         }
-        index
+        this[0] = out;
+        (
+            (cursor.node_base - node_base) as usize,
+            (cursor.leaf_base - leaf_base) as usize,
+        )
     }
 
     /// Appends the binary child references that fill `k` slots for subtree `n` (each
