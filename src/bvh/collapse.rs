@@ -23,7 +23,7 @@ pub enum Slot {
 
 /// A 4-wide box node of the intermediate tree: up to four slots, each with the binary-tree
 /// child reference (see [`LEAF`]) whose exact f32 box it has ([`Tree4::child_box`]).
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Node4 {
     pub slots: [Option<Slot>; 4],
     pub sources: [u32; 4],
@@ -228,6 +228,87 @@ impl Collapser<'_> {
             let node = &self.nodes[n as usize];
             self.gather(node.children[0], split, out, count);
             self.gather(node.children[1], k - split, out, count);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bvh::build::build_binary;
+
+    /// The collapse as first written: one serial depth-first walk pushing nodes and leaves.
+    fn emit_reference(c: &Collapser, out: &mut (Vec<Node4>, Vec<u32>), n: u32) -> u32 {
+        let index = out.0.len() as u32;
+        out.0.push(EMPTY_NODE);
+        let mut children = [0u32; 4];
+        let mut count = 0;
+        if n & LEAF != 0 {
+            children[0] = n;
+            count = 1;
+        } else {
+            let node = &c.nodes[n as usize];
+            let i = match node.split[3] {
+                0 => 2,
+                i => i as usize,
+            };
+            c.gather(node.children[0], i, &mut children, &mut count);
+            c.gather(node.children[1], 4 - i, &mut children, &mut count);
+        }
+        let mut inner = Vec::new();
+        for (s, &child) in children[..count].iter().enumerate() {
+            out.0[index as usize].sources[s] = child;
+            if child & LEAF != 0 {
+                out.0[index as usize].slots[s] = Some(Slot::Leaf(out.1.len() as u32));
+                out.1.push(c.refs[(child & !LEAF) as usize].prim());
+            } else {
+                inner.push((s, child));
+            }
+        }
+        for (s, child) in inner {
+            let node = emit_reference(c, out, child);
+            out.0[index as usize].slots[s] = Some(Slot::Node(node));
+        }
+        index
+    }
+
+    /// The pre-sized collapse, with subtrees emitted by rayon tasks, gives the nodes and
+    /// leaves of the serial depth-first walk, on one, two and three threads.
+    #[test]
+    fn parallel_collapse_matches_the_serial_walk() {
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % 10_000) as f32 / 100.0
+        };
+        for count in [1usize, 2, 5, 100, 40_000] {
+            let refs: Vec<PrimRef> = (0..count as u32)
+                .map(|prim| {
+                    let a = Vec3A::new(next(), next(), next());
+                    let e = Vec3A::new(next(), next(), next()) * 0.05;
+                    PrimRef::new(a, a + e, prim, 1)
+                })
+                .collect();
+            for threads in [1, 2, 3] {
+                let pool = rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .build()
+                    .unwrap();
+                let mut refs = refs.clone();
+                let bin = pool.install(|| build_binary(&mut refs));
+                let mut expected = (Vec::new(), Vec::new());
+                let collapser = Collapser {
+                    nodes: bin.nodes(),
+                    sizes: &bin.subtree_sizes,
+                    refs: &refs,
+                };
+                emit_reference(&collapser, &mut expected, bin.root);
+                let tree = pool.install(|| Tree4::collapse(bin, refs));
+                assert_eq!(tree.nodes, expected.0, "{count} refs, {threads} threads");
+                assert_eq!(tree.leaves, expected.1, "{count} refs, {threads} threads");
+            }
         }
     }
 }
