@@ -10,6 +10,7 @@
 
 use super::build::{BinaryTree, Node2, PrimRef, LEAF};
 use glam::Vec3A;
+use rayon::prelude::*;
 use rayon::Scope;
 
 /// One child slot of a 4-wide node.
@@ -62,7 +63,9 @@ impl Tree4 {
     /// recorded, are emitted by rayon tasks into their own ranges: the same tree as a serial
     /// depth-first walk, for any thread count.
     pub fn collapse(bin: BinaryTree, refs: Vec<PrimRef>) -> Tree4 {
-        let mut nodes = vec![EMPTY_NODE; bin.boxes as usize];
+        // Filled in parallel (an indexed collect writes in place), so that the fresh pages
+        // are mapped by all threads.
+        let mut nodes: Vec<Node4> = (0..bin.boxes).into_par_iter().map(|_| EMPTY_NODE).collect();
         let mut leaves = vec![0u32; refs.len()];
         let collapser = Collapser {
             nodes: bin.nodes(),
