@@ -18,8 +18,9 @@ use bytemuck::{Pod, Zeroable};
 use glam::{Vec3A, Vec3Swizzles};
 use rayon::prelude::*;
 
-/// Binned SAH: bins per axis.
+/// Binned SAH: bins per axis (a power of two: see [`bin_of`]).
 pub const BINS: usize = 16;
+const _: () = assert!(BINS.is_power_of_two());
 /// Subtrees with at least this many references are split across rayon tasks.
 const PARALLEL_THRESHOLD: usize = 4096;
 /// Nodes with at least this many references are binned by rayon tasks.
@@ -169,7 +170,13 @@ fn bin_of(v: Vec3A) -> [usize; 3] {
         // glam's Vec3A is an SSE register here: one cvttps2dq.
         let lanes: wide::f32x4 = bytemuck::cast(std::arch::x86_64::__m128::from(v));
         let i = lanes.fast_trunc_int().to_array();
-        [i[0] as usize, i[1] as usize, i[2] as usize]
+        // Each lane is already in 0..BINS: the mask changes nothing but lets the compiler
+        // drop the bounds checks (and the sign extensions) of the bin indexing.
+        [
+            i[0] as u32 as usize & (BINS - 1),
+            i[1] as u32 as usize & (BINS - 1),
+            i[2] as u32 as usize & (BINS - 1),
+        ]
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
@@ -462,12 +469,16 @@ fn finish_inner(
     };
     // Box counts, following the collapse (`Collapser::emit_box` and `gather`): as a box
     // node it fills its 4 slots with `split[3]` slots for the left child (2 if 0).
+    // (Slot counts are 1..=3 here; the masks only drop bounds checks.)
     let i = if split[3] == 0 { 2 } else { split[3] as usize };
-    let as_box_nodes = 1 + lb[i - 1] + rb[4 - i - 1];
-    let boxes = std::array::from_fn(|k| match split[k] as usize {
-        0 => as_box_nodes,
-        s => lb[s - 1] + rb[k + 1 - s - 1],
-    });
+    let as_box_nodes = 1 + lb[(i - 1) & 3] + rb[(3 - i) & 3];
+    let mut boxes = [as_box_nodes; 4];
+    for k in 2..=4usize {
+        let s = split[k - 1] as usize;
+        if s != 0 {
+            boxes[k - 1] = lb[(s - 1) & 3] + rb[(k - s - 1) & 3];
+        }
+    }
     // (The root's too: its box count sizes the collapse's output.)
     if m >= COLLAPSE_PARALLEL || base == 0 {
         this_size[0] = [as_box_nodes, m as u32];
