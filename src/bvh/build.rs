@@ -18,8 +18,9 @@ use bytemuck::{Pod, Zeroable};
 use glam::{Vec3A, Vec3Swizzles};
 use rayon::prelude::*;
 
-/// Binned SAH: bins per axis.
+/// Binned SAH: bins per axis (a power of two: see [`bin_of`]).
 pub const BINS: usize = 16;
+const _: () = assert!(BINS.is_power_of_two());
 /// Subtrees with at least this many references are split across rayon tasks.
 const PARALLEL_THRESHOLD: usize = 4096;
 /// Nodes with at least this many references are binned by rayon tasks.
@@ -29,6 +30,9 @@ const PARALLEL_BINNING: usize = 1 << 16;
 const MAX_SAH_DEPTH: u32 = 64;
 /// Nodes with at most this many references get an exact SAH sweep instead of bins.
 const SMALL_NODE: usize = 12;
+/// Inner nodes over at least this many references record their 4-wide subtree sizes
+/// ([`BinaryTree::subtree_sizes`]), so that the collapse can emit them in parallel.
+pub const COLLAPSE_PARALLEL: usize = 8192;
 
 /// SAH cost of one box-node instruction (one TD clock for four boxes).
 pub const C_BOX: f32 = 1.0;
@@ -40,14 +44,73 @@ pub const C_TRI: f32 = 1.0;
 pub const LEAF: u32 = 1 << 31;
 
 /// A primitive reference: a triangle (or, with spatial splits, a clipped part of one).
+///
+/// 32 bytes (two 16-byte lanes), so that the passes over the references per level move two
+/// thirds of the bytes of a `Vec3A` layout: the primitive id and the triangle count ride in
+/// the fourth lane of the bounds, as bits, and are masked off when the bounds are read.
 #[derive(Clone, Copy, Debug)]
+#[repr(C, align(16))]
 pub struct PrimRef {
-    pub min: Vec3A,
-    pub max: Vec3A,
+    /// Min x, y, z; lane 3: the primitive id's bits.
+    lo: [f32; 4],
+    /// Max x, y, z; lane 3: the triangle count's bits.
+    hi: [f32; 4],
+}
+
+const _: () = assert!(std::mem::size_of::<PrimRef>() == 32);
+
+impl PrimRef {
+    /// `prim`: primitive id in the mesh (or cluster index with leaf chains); `triangles`:
+    /// triangles tested when this reference is reached (1, or the cluster size).
+    #[inline]
+    pub fn new(min: Vec3A, max: Vec3A, prim: u32, triangles: u32) -> PrimRef {
+        let [x, y, z] = min.to_array();
+        let [u, v, w] = max.to_array();
+        PrimRef {
+            lo: [x, y, z, f32::from_bits(prim)],
+            hi: [u, v, w, f32::from_bits(triangles)],
+        }
+    }
+
+    #[inline(always)]
+    pub fn min(&self) -> Vec3A {
+        xyz(&self.lo)
+    }
+
+    #[inline(always)]
+    pub fn max(&self) -> Vec3A {
+        xyz(&self.hi)
+    }
+
     /// Primitive id in the mesh (or cluster index with leaf chains).
-    pub prim: u32,
+    #[inline]
+    pub fn prim(&self) -> u32 {
+        self.lo[3].to_bits()
+    }
+
     /// Triangles tested when this reference is reached (1, or the cluster size).
-    pub triangles: u32,
+    #[inline]
+    pub fn triangles(&self) -> u32 {
+        self.hi[3].to_bits()
+    }
+}
+
+/// Lanes x, y, z of `v` as a `Vec3A` whose fourth lane is 0 (the id bits would be
+/// subnormal floats, slow in arithmetic on some cores).
+#[inline(always)]
+fn xyz(v: &[f32; 4]) -> Vec3A {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::__m128;
+        // One aligned load and one andps.
+        let lanes: wide::f32x4 = bytemuck::cast(*v);
+        let mask: wide::f32x4 = bytemuck::cast([u32::MAX, u32::MAX, u32::MAX, 0]);
+        Vec3A::from(bytemuck::cast::<wide::f32x4, __m128>(lanes & mask))
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        Vec3A::new(v[0], v[1], v[2])
+    }
 }
 
 /// An inner node of the binary tree (36 bytes; leaves are references, see [`LEAF`]).
@@ -73,6 +136,13 @@ pub struct BinaryTree {
     words: Vec<[u32; 9]>,
     /// The root: inner node 0, or `LEAF | 0` with a single reference.
     pub root: u32,
+    /// Box nodes of the whole 4-wide tree (1 when the root is a single reference).
+    pub boxes: u32,
+    /// Per inner node over at least [`COLLAPSE_PARALLEL`] references, and the root: (box nodes of its
+    /// 4-wide subtree when it is emitted as a box node, its references); `[0, 0]` for the
+    /// others (allocated zeroed and written only for these few nodes, so almost no page of it
+    /// is ever mapped).
+    pub subtree_sizes: Vec<[u32; 2]>,
 }
 
 impl BinaryTree {
@@ -100,7 +170,13 @@ fn bin_of(v: Vec3A) -> [usize; 3] {
         // glam's Vec3A is an SSE register here: one cvttps2dq.
         let lanes: wide::f32x4 = bytemuck::cast(std::arch::x86_64::__m128::from(v));
         let i = lanes.fast_trunc_int().to_array();
-        [i[0] as usize, i[1] as usize, i[2] as usize]
+        // Each lane is already in 0..BINS: the mask changes nothing but lets the compiler
+        // drop the bounds checks (and the sign extensions) of the bin indexing.
+        [
+            i[0] as u32 as usize & (BINS - 1),
+            i[1] as u32 as usize & (BINS - 1),
+            i[2] as u32 as usize & (BINS - 1),
+        ]
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
@@ -121,6 +197,7 @@ pub fn build_binary(refs: &mut [PrimRef]) -> BinaryTree {
     assert!(!refs.is_empty());
     let mut words = vec![[0u32; 9]; refs.len() - 1];
     let nodes: &mut [Node2] = bytemuck::cast_slice_mut(&mut words);
+    let mut subtree_sizes = vec![[0u32; 2]; refs.len() - 1];
     // Bounds and (doubled) centroid bounds in one pass, in chunks of a fixed size merged in
     // order (min and max are exact: the same for any thread count).
     let empty = [
@@ -141,16 +218,36 @@ pub fn build_binary(refs: &mut [PrimRef]) -> BinaryTree {
         .par_chunks(PARALLEL_BINNING / 4)
         .map(|chunk| {
             chunk.iter().fold(empty, |[lo, hi, clo, chi], r| {
-                let c = r.min + r.max;
-                [lo.min(r.min), hi.max(r.max), clo.min(c), chi.max(c)]
+                let c = r.min() + r.max();
+                [lo.min(r.min()), hi.max(r.max()), clo.min(c), chi.max(c)]
             })
         })
         .collect::<Vec<_>>()
         .into_iter()
         .fold(empty, merge);
     let root = if refs.len() == 1 { LEAF } else { 0 };
-    build_rec(refs, nodes, 0, 0, min, max, 0, Some((cmin, cmax)));
-    BinaryTree { words, root }
+    build_rec(
+        refs,
+        nodes,
+        &mut subtree_sizes,
+        0,
+        0,
+        min,
+        max,
+        0,
+        Some((cmin, cmax)),
+    );
+    BinaryTree {
+        words,
+        root,
+        // A single reference is emitted as a box node with one slot.
+        boxes: if root & LEAF != 0 {
+            1
+        } else {
+            subtree_sizes[0][0]
+        },
+        subtree_sizes,
+    }
 }
 
 #[derive(Clone, Copy)]
@@ -168,21 +265,24 @@ const EMPTY_BIN: Bin = Bin {
 
 /// Builds the subtree over `refs` (starting at index `first_ref` of the whole array) into
 /// `nodes` (its own inner-node range, starting at `base`), with bounds `min..max` already
-/// known. Returns the subtree's collapse costs (`cost[k-1]`, see [`build_binary`]).
+/// known. Returns the subtree's collapse costs (`cost[k-1]`, see [`build_binary`]) and
+/// `boxes[k-1]`, the box nodes its 4-wide form has when it fills `k` slots of its parent.
 #[allow(clippy::too_many_arguments)]
 fn build_rec(
     refs: &mut [PrimRef],
     nodes: &mut [Node2],
+    sizes: &mut [[u32; 2]],
     first_ref: u32,
     base: u32,
     min: Vec3A,
     max: Vec3A,
     depth: u32,
     centroid_bounds: Option<(Vec3A, Vec3A)>,
-) -> [f32; 4] {
+) -> ([f32; 4], [u32; 4]) {
     let m = refs.len();
     if m == 1 {
-        return [C_TRI * refs[0].triangles as f32 * half_area(min, max); 4];
+        let cost = C_TRI * refs[0].triangles() as f32 * half_area(min, max);
+        return ([cost; 4], [0; 4]);
     }
     debug_assert_eq!(nodes.len(), m - 1);
 
@@ -190,7 +290,7 @@ fn build_rec(
         let (lmin, lmax, rmin, rmax, left_count) = small_split(refs);
         let sides = [(lmin, lmax, None), (rmin, rmax, None)];
         return finish_inner(
-            refs, nodes, first_ref, base, min, max, depth, sides, left_count,
+            refs, nodes, sizes, first_ref, base, min, max, depth, sides, left_count,
         );
     }
 
@@ -199,7 +299,7 @@ fn build_rec(
     let (cmin, cmax) = centroid_bounds.unwrap_or_else(|| {
         refs.iter()
             .fold((Vec3A::INFINITY, Vec3A::NEG_INFINITY), |(lo, hi), r| {
-                let c = r.min + r.max;
+                let c = r.min() + r.max();
                 (lo.min(c), hi.max(c))
             })
     });
@@ -214,7 +314,7 @@ fn build_rec(
         Some((axis, bin, lmin, lmax, rmin, rmax)) => {
             let scale = bin_scale(extent);
             let (left, lc, rc) = partition(refs, |r| {
-                bin_of((r.min + r.max - cmin) * scale)[axis] <= bin
+                bin_of((r.min() + r.max() - cmin) * scale)[axis] <= bin
             });
             ((lmin, lmax, Some(lc)), (rmin, rmax, Some(rc)), left)
         }
@@ -229,7 +329,7 @@ fn build_rec(
             } else {
                 2
             };
-            let key = |r: &PrimRef| r.min[axis] + r.max[axis];
+            let key = |r: &PrimRef| r.min()[axis] + r.max()[axis];
             refs.select_nth_unstable_by(half, |a, b| key(a).total_cmp(&key(b)));
             let (a, b) = refs.split_at(half);
             let (lmin, lmax) = bounds(a);
@@ -240,6 +340,7 @@ fn build_rec(
     finish_inner(
         refs,
         nodes,
+        sizes,
         first_ref,
         base,
         min,
@@ -254,18 +355,20 @@ fn build_rec(
 fn bounds(refs: &[PrimRef]) -> (Vec3A, Vec3A) {
     refs.iter()
         .fold((Vec3A::INFINITY, Vec3A::NEG_INFINITY), |(lo, hi), r| {
-            (lo.min(r.min), hi.max(r.max))
+            (lo.min(r.min()), hi.max(r.max()))
         })
 }
 
 /// Bounds and (if known) centroid bounds of one side of a split.
 type Side = (Vec3A, Vec3A, Option<(Vec3A, Vec3A)>);
 
-/// Recurses into the two sides of a split, writes this node and returns its collapse costs.
+/// Recurses into the two sides of a split, writes this node and returns its collapse costs
+/// and box counts (see [`build_rec`]).
 #[allow(clippy::too_many_arguments)]
 fn finish_inner(
     refs: &mut [PrimRef],
     nodes: &mut [Node2],
+    sizes: &mut [[u32; 2]],
     first_ref: u32,
     base: u32,
     min: Vec3A,
@@ -273,7 +376,7 @@ fn finish_inner(
     depth: u32,
     sides: [Side; 2],
     left_count: usize,
-) -> [f32; 4] {
+) -> ([f32; 4], [u32; 4]) {
     let [(lmin, lmax, lc), (rmin, rmax, rc)] = sides;
     let m = refs.len();
     debug_assert!(left_count > 0 && left_count < m);
@@ -295,14 +398,27 @@ fn finish_inner(
     ];
     let (this, rest) = nodes.split_at_mut(1);
     let (left_nodes, right_nodes) = rest.split_at_mut(left_count - 1);
+    let (this_size, rest) = sizes.split_at_mut(1);
+    let (left_sizes, right_sizes) = rest.split_at_mut(left_count - 1);
     let (left_refs, right_refs) = refs.split_at_mut(left_count);
-    let left = |refs: &mut [PrimRef], nodes: &mut [Node2]| {
-        build_rec(refs, nodes, first_ref, left_base, lmin, lmax, depth + 1, lc)
-    };
-    let right = |refs: &mut [PrimRef], nodes: &mut [Node2]| {
+    let left = |refs: &mut [PrimRef], nodes: &mut [Node2], sizes: &mut [[u32; 2]]| {
         build_rec(
             refs,
             nodes,
+            sizes,
+            first_ref,
+            left_base,
+            lmin,
+            lmax,
+            depth + 1,
+            lc,
+        )
+    };
+    let right = |refs: &mut [PrimRef], nodes: &mut [Node2], sizes: &mut [[u32; 2]]| {
+        build_rec(
+            refs,
+            nodes,
+            sizes,
             right_first,
             right_base,
             rmin,
@@ -311,13 +427,16 @@ fn finish_inner(
             rc,
         )
     };
-    let (l, r) = if m >= PARALLEL_THRESHOLD {
+    let ((l, lb), (r, rb)) = if m >= PARALLEL_THRESHOLD {
         rayon::join(
-            || left(left_refs, left_nodes),
-            || right(right_refs, right_nodes),
+            || left(left_refs, left_nodes, left_sizes),
+            || right(right_refs, right_nodes, right_sizes),
         )
     } else {
-        (left(left_refs, left_nodes), right(right_refs, right_nodes))
+        (
+            left(left_refs, left_nodes, left_sizes),
+            right(right_refs, right_nodes, right_sizes),
+        )
     };
 
     // Collapse costs (see `build_binary`).
@@ -348,7 +467,23 @@ fn finish_inner(
         children,
         split,
     };
-    cost
+    // Box counts, following the collapse (`Collapser::emit_box` and `gather`): as a box
+    // node it fills its 4 slots with `split[3]` slots for the left child (2 if 0).
+    // (Slot counts are 1..=3 here; the masks only drop bounds checks.)
+    let i = if split[3] == 0 { 2 } else { split[3] as usize };
+    let as_box_nodes = 1 + lb[(i - 1) & 3] + rb[(3 - i) & 3];
+    let mut boxes = [as_box_nodes; 4];
+    for k in 2..=4usize {
+        let s = split[k - 1] as usize;
+        if s != 0 {
+            boxes[k - 1] = lb[(s - 1) & 3] + rb[(k - s - 1) & 3];
+        }
+    }
+    // (The root's too: its box count sizes the collapse's output.)
+    if m >= COLLAPSE_PARALLEL || base == 0 {
+        this_size[0] = [as_box_nodes, m as u32];
+    }
+    (cost, boxes)
 }
 
 /// Evaluates the binned SAH on all three axes. Returns the axis, the last bin of the left
@@ -462,11 +597,11 @@ fn bin_refs(refs: &[PrimRef], cmin: Vec3A, scale: Vec3A, out: &mut Bins) {
     // Merging is exact (min, max and counts), so the result does not change.
     let add = |bins: &mut Bins, r: &PrimRef| {
         // Non-negative (`cmin` is the least of the same sums) and at most about `BINS`.
-        let b = bin_of((r.min + r.max - cmin) * scale);
+        let b = bin_of((r.min() + r.max() - cmin) * scale);
         for axis in 0..3 {
             let bin = &mut bins[axis][b[axis]];
-            bin.min = bin.min.min(r.min);
-            bin.max = bin.max.max(r.max);
+            bin.min = bin.min.min(r.min());
+            bin.max = bin.max.max(r.max());
             bin.count += 1;
         }
     };
@@ -503,7 +638,7 @@ fn small_split(refs: &mut [PrimRef]) -> (Vec3A, Vec3A, Vec3A, Vec3A, usize) {
         // Both orders cost the same (one reference per side, and the sum commutes), so the
         // sweep keeps axis 0 and the result is the order of the four stable sorts (axes 0,
         // 1, 2, then 0 again): two-element sorts are one compare-and-swap each.
-        let (a, b) = (refs[0].min + refs[0].max, refs[1].min + refs[1].max);
+        let (a, b) = (refs[0].min() + refs[0].max(), refs[1].min() + refs[1].max());
         let (a, b) = (a.to_array(), b.to_array());
         let mut swapped = false;
         for axis in [0, 1, 2, 0] {
@@ -515,12 +650,18 @@ fn small_split(refs: &mut [PrimRef]) -> (Vec3A, Vec3A, Vec3A, Vec3A, usize) {
         if swapped {
             refs.swap(0, 1);
         }
-        return (refs[0].min, refs[0].max, refs[1].min, refs[1].max, 1);
+        return (
+            refs[0].min(),
+            refs[0].max(),
+            refs[1].min(),
+            refs[1].max(),
+            1,
+        );
     }
     // Doubled centroids per axis.
     let mut keys = [[0.0f32; SMALL_NODE]; 3];
     for (i, r) in refs.iter().enumerate() {
-        let c = (r.min + r.max).to_array();
+        let c = (r.min() + r.max()).to_array();
         for axis in 0..3 {
             keys[axis][i] = c[axis];
         }
@@ -534,15 +675,15 @@ fn small_split(refs: &mut [PrimRef]) -> (Vec3A, Vec3A, Vec3A, Vec3A, usize) {
         let (mut lo, mut hi) = (Vec3A::INFINITY, Vec3A::NEG_INFINITY);
         for i in (1..m).rev() {
             let r = &refs[order[i] as usize];
-            lo = lo.min(r.min);
-            hi = hi.max(r.max);
+            lo = lo.min(r.min());
+            hi = hi.max(r.max());
             right_area[i] = half_area(lo, hi);
         }
         let (mut lo, mut hi) = (Vec3A::INFINITY, Vec3A::NEG_INFINITY);
         for i in 0..m - 1 {
             let r = &refs[order[i] as usize];
-            lo = lo.min(r.min);
-            hi = hi.max(r.max);
+            lo = lo.min(r.min());
+            hi = hi.max(r.max());
             let c = half_area(lo, hi) * (i + 1) as f32 + right_area[i + 1] * (m - i - 1) as f32;
             if c < best.0 {
                 best = (c, axis, i + 1);
@@ -588,13 +729,13 @@ fn partition(
     let (mut i, mut j) = (0usize, refs.len());
     loop {
         while i < j && left(&refs[i]) {
-            let c = refs[i].min + refs[i].max;
+            let c = refs[i].min() + refs[i].max();
             lmin = lmin.min(c);
             lmax = lmax.max(c);
             i += 1;
         }
         while i < j && !left(&refs[j - 1]) {
-            let c = refs[j - 1].min + refs[j - 1].max;
+            let c = refs[j - 1].min() + refs[j - 1].max();
             rmin = rmin.min(c);
             rmax = rmax.max(c);
             j -= 1;
@@ -604,10 +745,10 @@ fn partition(
         }
         // refs[i] goes right, refs[j - 1] goes left.
         refs.swap(i, j - 1);
-        let c = refs[i].min + refs[i].max;
+        let c = refs[i].min() + refs[i].max();
         lmin = lmin.min(c);
         lmax = lmax.max(c);
-        let c = refs[j - 1].min + refs[j - 1].max;
+        let c = refs[j - 1].min() + refs[j - 1].max();
         rmin = rmin.min(c);
         rmax = rmax.max(c);
         i += 1;
@@ -622,7 +763,7 @@ mod tests {
     /// The exact small-node split as first written: stable swap-based insertion sorts of
     /// the references themselves, axis after axis, then the best axis again.
     fn small_split_reference(refs: &mut [PrimRef]) -> usize {
-        let key = |r: &PrimRef, axis: usize| (r.min + r.max).to_array()[axis];
+        let key = |r: &PrimRef, axis: usize| (r.min() + r.max()).to_array()[axis];
         let sort = |refs: &mut [PrimRef], axis: usize| {
             for i in 1..refs.len() {
                 let mut j = i;
@@ -639,14 +780,14 @@ mod tests {
             let mut right_area = vec![0.0f32; m];
             let (mut lo, mut hi) = (Vec3A::INFINITY, Vec3A::NEG_INFINITY);
             for i in (1..m).rev() {
-                lo = lo.min(refs[i].min);
-                hi = hi.max(refs[i].max);
+                lo = lo.min(refs[i].min());
+                hi = hi.max(refs[i].max());
                 right_area[i] = half_area(lo, hi);
             }
             let (mut lo, mut hi) = (Vec3A::INFINITY, Vec3A::NEG_INFINITY);
             for i in 0..m - 1 {
-                lo = lo.min(refs[i].min);
-                hi = hi.max(refs[i].max);
+                lo = lo.min(refs[i].min());
+                hi = hi.max(refs[i].max());
                 let c = half_area(lo, hi) * (i + 1) as f32 + right_area[i + 1] * (m - i - 1) as f32;
                 if c < best.0 {
                     best = (c, axis, i + 1);
@@ -684,18 +825,13 @@ mod tests {
                 .map(|prim| {
                     let a = Vec3A::new(rng.coordinate(), rng.coordinate(), rng.coordinate());
                     let e = Vec3A::new(rng.coordinate(), rng.coordinate(), rng.coordinate());
-                    PrimRef {
-                        min: a,
-                        max: a + e,
-                        prim,
-                        triangles: 1,
-                    }
+                    PrimRef::new(a, a + e, prim, 1)
                 })
                 .collect();
             let (mut fast, mut slow) = (refs.clone(), refs);
             let (lmin, lmax, rmin, rmax, left) = small_split(&mut fast);
             assert_eq!(left, small_split_reference(&mut slow), "case {case}");
-            let order = |r: &[PrimRef]| r.iter().map(|r| r.prim).collect::<Vec<_>>();
+            let order = |r: &[PrimRef]| r.iter().map(|r| r.prim()).collect::<Vec<_>>();
             assert_eq!(order(&fast), order(&slow), "case {case}");
             assert_eq!((lmin, lmax), bounds(&slow[..left]));
             assert_eq!((rmin, rmax), bounds(&slow[left..]));

@@ -10,6 +10,8 @@
 
 use super::build::{BinaryTree, Node2, PrimRef, LEAF};
 use glam::Vec3A;
+use rayon::prelude::*;
+use rayon::Scope;
 
 /// One child slot of a 4-wide node.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -22,7 +24,7 @@ pub enum Slot {
 
 /// A 4-wide box node of the intermediate tree: up to four slots, each with the binary-tree
 /// child reference (see [`LEAF`]) whose exact f32 box it has ([`Tree4::child_box`]).
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Node4 {
     pub slots: [Option<Slot>; 4],
     pub sources: [u32; 4],
@@ -55,20 +57,29 @@ impl Tree4 {
 
     /// Collapses the binary tree (over the reordered `refs`) into a 4-wide tree,
     /// depth-first.
+    ///
+    /// The output is pre-sized (the build counted the box nodes) and subtrees over at least
+    /// [`COLLAPSE_PARALLEL`](super::build::COLLAPSE_PARALLEL) references, whose sizes the build
+    /// recorded, are emitted by rayon tasks into their own ranges: the same tree as a serial
+    /// depth-first walk, for any thread count.
     pub fn collapse(bin: BinaryTree, refs: Vec<PrimRef>) -> Tree4 {
-        let mut tree = Tree4 {
-            nodes: Vec::with_capacity(refs.len() / 2 + 1),
-            leaves: Vec::with_capacity(refs.len()),
-            ..Tree4::default()
-        };
+        // Filled in parallel (an indexed collect writes in place), so that the fresh pages
+        // are mapped by all threads.
+        let mut nodes: Vec<Node4> = (0..bin.boxes).into_par_iter().map(|_| EMPTY_NODE).collect();
+        let mut leaves = vec![0u32; refs.len()];
         let collapser = Collapser {
             nodes: bin.nodes(),
+            sizes: &bin.subtree_sizes,
             refs: &refs,
         };
-        collapser.emit_box(&mut tree, bin.root);
-        tree.binary = Some(bin);
-        tree.refs = refs;
-        tree
+        let (n, l) = collapser.emit_box(bin.root, &mut nodes, &mut leaves, 0, 0);
+        debug_assert_eq!((n, l), (nodes.len(), leaves.len()));
+        Tree4 {
+            nodes,
+            leaves,
+            binary: Some(bin),
+            refs,
+        }
     }
 
     /// The exact box of slot `s` of node `n` (a used slot).
@@ -77,7 +88,7 @@ impl Tree4 {
         let source = self.nodes[n].sources[s];
         if source & LEAF != 0 {
             let r = &self.refs[(source & !LEAF) as usize];
-            (r.min, r.max)
+            (r.min(), r.max())
         } else {
             let node = &self.binary.as_ref().expect("a binary tree").nodes()[source as usize];
             (Vec3A::from(node.min), Vec3A::from(node.max))
@@ -88,15 +99,66 @@ impl Tree4 {
 /// The binary tree being collapsed.
 struct Collapser<'a> {
     nodes: &'a [Node2],
+    /// [`BinaryTree::subtree_sizes`].
+    sizes: &'a [[u32; 2]],
     refs: &'a [PrimRef],
 }
 
+/// The unwritten rest of a box node's output ranges, consumed child subtree by child
+/// subtree in slot order.
+struct Cursor<'o> {
+    nodes: &'o mut [Node4],
+    leaves: &'o mut [u32],
+    node_base: u32,
+    leaf_base: u32,
+}
+
+impl<'o> Cursor<'o> {
+    /// Emits the box-node subtree of binary node `c` at the front of the rest: in a task of
+    /// `scope` when the build recorded its size, here otherwise.
+    fn emit<'s>(&mut self, collapser: &'s Collapser<'s>, c: u32, scope: Option<&Scope<'s>>)
+    where
+        'o: 's,
+    {
+        let nodes = std::mem::take(&mut self.nodes);
+        let leaves = std::mem::take(&mut self.leaves);
+        let (node_base, leaf_base) = (self.node_base, self.leaf_base);
+        let [boxes, references] = collapser.sizes[c as usize];
+        let (used_nodes, used_leaves, rest_nodes, rest_leaves) = match scope {
+            Some(scope) if boxes != 0 => {
+                let (mine, rest_nodes) = nodes.split_at_mut(boxes as usize);
+                let (my_leaves, rest_leaves) = leaves.split_at_mut(references as usize);
+                scope.spawn(move |_| {
+                    collapser.emit_box(c, mine, my_leaves, node_base, leaf_base);
+                });
+                (boxes as usize, references as usize, rest_nodes, rest_leaves)
+            }
+            _ => {
+                let (n, l) = collapser.emit_box(c, nodes, leaves, node_base, leaf_base);
+                let (_, rest_nodes) = nodes.split_at_mut(n);
+                let (_, rest_leaves) = leaves.split_at_mut(l);
+                (n, l, rest_nodes, rest_leaves)
+            }
+        };
+        self.nodes = rest_nodes;
+        self.leaves = rest_leaves;
+        self.node_base += used_nodes as u32;
+        self.leaf_base += used_leaves as u32;
+    }
+}
+
 impl Collapser<'_> {
-    /// Emits binary child reference `n` as a box node (and, recursively, its subtree);
-    /// returns its index.
-    fn emit_box(&self, tree: &mut Tree4, n: u32) -> u32 {
-        let index = tree.nodes.len() as u32;
-        tree.nodes.push(EMPTY_NODE);
+    /// Emits binary child reference `n` as a box node (and, recursively, its subtree) at
+    /// `nodes[0]` (global index `node_base`), its triangle references from `leaves[0]`
+    /// (global index `leaf_base`); returns the box nodes and leaves written.
+    fn emit_box(
+        &self,
+        n: u32,
+        nodes: &mut [Node4],
+        leaves: &mut [u32],
+        node_base: u32,
+        leaf_base: u32,
+    ) -> (usize, usize) {
         let mut children = [0u32; 4];
         let mut count = 0;
         if n & LEAF != 0 {
@@ -109,24 +171,49 @@ impl Collapser<'_> {
             self.gather(node.children[0], i as usize, &mut children, &mut count);
             self.gather(node.children[1], 4 - i as usize, &mut children, &mut count);
         }
+        let mut out = EMPTY_NODE;
         let mut inner = [(0usize, 0u32); 4];
         let mut inner_count = 0;
+        let mut used_leaves = 0;
+        let mut parallel = false;
         for (s, &c) in children[..count].iter().enumerate() {
-            let out = &mut tree.nodes[index as usize];
             out.sources[s] = c;
             if c & LEAF != 0 {
-                out.slots[s] = Some(Slot::Leaf(tree.leaves.len() as u32));
-                tree.leaves.push(self.refs[(c & !LEAF) as usize].prim);
+                out.slots[s] = Some(Slot::Leaf(leaf_base + used_leaves as u32));
+                leaves[used_leaves] = self.refs[(c & !LEAF) as usize].prim();
+                used_leaves += 1;
             } else {
                 inner[inner_count] = (s, c);
                 inner_count += 1;
+                parallel |= self.sizes[c as usize][0] != 0;
             }
         }
-        for &(s, c) in &inner[..inner_count] {
-            let child = self.emit_box(tree, c);
-            tree.nodes[index as usize].slots[s] = Some(Slot::Node(child));
+        let (this, rest_nodes) = nodes.split_at_mut(1);
+        let rest_leaves = &mut leaves[used_leaves..];
+        let mut cursor = Cursor {
+            nodes: rest_nodes,
+            leaves: rest_leaves,
+            node_base: node_base + 1,
+            leaf_base: leaf_base + used_leaves as u32,
+        };
+        if parallel {
+            rayon::scope(|scope| {
+                for &(s, c) in &inner[..inner_count] {
+                    out.slots[s] = Some(Slot::Node(cursor.node_base));
+                    cursor.emit(self, c, Some(scope));
+                }
+            });
+        } else {
+            for &(s, c) in &inner[..inner_count] {
+                out.slots[s] = Some(Slot::Node(cursor.node_base));
+                cursor.emit(self, c, None);
+            }
         }
-        index
+        this[0] = out;
+        (
+            (cursor.node_base - node_base) as usize,
+            (cursor.leaf_base - leaf_base) as usize,
+        )
     }
 
     /// Appends the binary child references that fill `k` slots for subtree `n` (each
@@ -144,6 +231,87 @@ impl Collapser<'_> {
             let node = &self.nodes[n as usize];
             self.gather(node.children[0], split, out, count);
             self.gather(node.children[1], k - split, out, count);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bvh::build::build_binary;
+
+    /// The collapse as first written: one serial depth-first walk pushing nodes and leaves.
+    fn emit_reference(c: &Collapser, out: &mut (Vec<Node4>, Vec<u32>), n: u32) -> u32 {
+        let index = out.0.len() as u32;
+        out.0.push(EMPTY_NODE);
+        let mut children = [0u32; 4];
+        let mut count = 0;
+        if n & LEAF != 0 {
+            children[0] = n;
+            count = 1;
+        } else {
+            let node = &c.nodes[n as usize];
+            let i = match node.split[3] {
+                0 => 2,
+                i => i as usize,
+            };
+            c.gather(node.children[0], i, &mut children, &mut count);
+            c.gather(node.children[1], 4 - i, &mut children, &mut count);
+        }
+        let mut inner = Vec::new();
+        for (s, &child) in children[..count].iter().enumerate() {
+            out.0[index as usize].sources[s] = child;
+            if child & LEAF != 0 {
+                out.0[index as usize].slots[s] = Some(Slot::Leaf(out.1.len() as u32));
+                out.1.push(c.refs[(child & !LEAF) as usize].prim());
+            } else {
+                inner.push((s, child));
+            }
+        }
+        for (s, child) in inner {
+            let node = emit_reference(c, out, child);
+            out.0[index as usize].slots[s] = Some(Slot::Node(node));
+        }
+        index
+    }
+
+    /// The pre-sized collapse, with subtrees emitted by rayon tasks, gives the nodes and
+    /// leaves of the serial depth-first walk, on one, two and three threads.
+    #[test]
+    fn parallel_collapse_matches_the_serial_walk() {
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % 10_000) as f32 / 100.0
+        };
+        for count in [1usize, 2, 5, 100, 40_000] {
+            let refs: Vec<PrimRef> = (0..count as u32)
+                .map(|prim| {
+                    let a = Vec3A::new(next(), next(), next());
+                    let e = Vec3A::new(next(), next(), next()) * 0.05;
+                    PrimRef::new(a, a + e, prim, 1)
+                })
+                .collect();
+            for threads in [1, 2, 3] {
+                let pool = rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .build()
+                    .unwrap();
+                let mut refs = refs.clone();
+                let bin = pool.install(|| build_binary(&mut refs));
+                let mut expected = (Vec::new(), Vec::new());
+                let collapser = Collapser {
+                    nodes: bin.nodes(),
+                    sizes: &bin.subtree_sizes,
+                    refs: &refs,
+                };
+                emit_reference(&collapser, &mut expected, bin.root);
+                let tree = pool.install(|| Tree4::collapse(bin, refs));
+                assert_eq!(tree.nodes, expected.0, "{count} refs, {threads} threads");
+                assert_eq!(tree.leaves, expected.1, "{count} refs, {threads} threads");
+            }
         }
     }
 }

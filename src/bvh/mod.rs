@@ -181,21 +181,16 @@ pub fn build(mesh: &Mesh, options: &BuildOptions) -> Result<BuiltBvh> {
             let t = mesh.triangle(prim);
             let finite = t.iter().flatten().all(|c| c.is_finite());
             let [a, b, c] = t.map(Vec3A::from);
-            PrimRef {
-                min: a.min(b).min(c),
-                max: a.max(b).max(c),
-                prim,
-                triangles: finite as u32,
-            }
+            PrimRef::new(a.min(b).min(c), a.max(b).max(c), prim, finite as u32)
         })
         .collect();
-    let dropped_nan_triangles = refs.par_iter().filter(|r| r.triangles == 0).count();
+    let dropped_nan_triangles = refs.par_iter().filter(|r| r.triangles() == 0).count();
     if dropped_nan_triangles > 0 {
-        refs.retain(|r| r.triangles != 0);
+        refs.retain(|r| r.triangles() != 0);
     }
     let mut clusters = Vec::new();
     if chains {
-        let prims: Vec<u32> = refs.iter().map(|r| r.prim).collect();
+        let prims: Vec<u32> = refs.iter().map(|r| r.prim()).collect();
         clusters = cluster::fan_clusters(mesh, &prims, options.triangles_per_node);
         refs = clusters
             .par_iter()
@@ -208,12 +203,7 @@ pub fn build(mesh: &Mesh, options: &BuildOptions) -> Result<BuiltBvh> {
                         max = max.max(Vec3A::from(v));
                     }
                 }
-                PrimRef {
-                    min,
-                    max,
-                    prim: i as u32,
-                    triangles: c.count as u32,
-                }
+                PrimRef::new(min, max, i as u32, c.count as u32)
             })
             .collect();
     } else if options.spatial_splits {

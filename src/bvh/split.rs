@@ -29,7 +29,7 @@ pub fn presplit(mesh: &Mesh, refs: Vec<PrimRef>) -> Vec<PrimRef> {
     }
     let mean = refs
         .iter()
-        .map(|r| half_area(r.min, r.max) as f64)
+        .map(|r| half_area(r.min(), r.max()) as f64)
         .sum::<f64>()
         / refs.len() as f64;
     let budget = (refs.len() as f32 * BUDGET) as usize;
@@ -38,7 +38,7 @@ pub fn presplit(mesh: &Mesh, refs: Vec<PrimRef>) -> Vec<PrimRef> {
     loop {
         let extra: usize = refs
             .iter()
-            .map(|r| pieces(r.min, r.max, threshold, 0) - 1)
+            .map(|r| pieces(r.min(), r.max(), threshold, 0) - 1)
             .sum();
         if extra <= budget || !threshold.is_finite() || threshold <= 0.0 {
             break;
@@ -50,11 +50,11 @@ pub fn presplit(mesh: &Mesh, refs: Vec<PrimRef>) -> Vec<PrimRef> {
     }
     let mut out = Vec::with_capacity(refs.len() + budget);
     for r in refs {
-        if half_area(r.min, r.max) <= threshold {
+        if half_area(r.min(), r.max()) <= threshold {
             out.push(r);
             continue;
         }
-        let tri = mesh.triangle(r.prim).map(Vec3A::from);
+        let tri = mesh.triangle(r.prim()).map(Vec3A::from);
         split_into(&tri, r, threshold, 0, &mut out);
     }
     out
@@ -88,11 +88,11 @@ fn halves(min: Vec3A, max: Vec3A) -> ((Vec3A, Vec3A), (Vec3A, Vec3A)) {
 }
 
 fn split_into(tri: &[Vec3A; 3], r: PrimRef, threshold: f32, level: u32, out: &mut Vec<PrimRef>) {
-    if level >= MAX_LEVELS || half_area(r.min, r.max) <= threshold {
+    if level >= MAX_LEVELS || half_area(r.min(), r.max()) <= threshold {
         out.push(r);
         return;
     }
-    let (a, b) = halves(r.min, r.max);
+    let (a, b) = halves(r.min(), r.max());
     for (lo, hi) in [a, b] {
         if let Some((cmin, cmax)) = clipped_bounds(tri, lo, hi) {
             // The clipped vertices carry rounding relative to their coordinates' magnitude,
@@ -100,12 +100,12 @@ fn split_into(tri: &[Vec3A; 3], r: PrimRef, threshold: f32, level: u32, out: &mu
             // otherwise ends up a few ULPs short of the triangle and loses hits).
             let magnitude = cmin.abs().max(cmax.abs());
             let pad = (cmax - cmin) * 1e-5 + magnitude * 1e-6;
-            let piece = PrimRef {
-                min: (cmin - pad).max(lo),
-                max: (cmax + pad).min(hi),
-                prim: r.prim,
-                triangles: r.triangles,
-            };
+            let piece = PrimRef::new(
+                (cmin - pad).max(lo),
+                (cmax + pad).min(hi),
+                r.prim(),
+                r.triangles(),
+            );
             split_into(tri, piece, threshold, level + 1, out);
         }
     }
