@@ -73,44 +73,37 @@ fn u32_at(bytes: &[u8], offset: usize) -> u32 {
 impl DecodedBox {
     /// From the 128 bytes of an FP32 box node (`semantics.md` 4.1).
     pub fn from_box32(bytes: &[u8]) -> DecodedBox {
-        let mut lo = [[0f32; 4]; 3];
-        let mut hi = [[0f32; 4]; 3];
-        for c in 0..4 {
-            for a in 0..3 {
-                lo[a][c] = f32_at(bytes, 16 + 24 * c + 4 * a);
-                hi[a][c] = f32_at(bytes, 16 + 24 * c + 12 + 4 * a);
-            }
-        }
-        DecodedBox {
-            lo: lo.map(f32x4::new),
-            hi: hi.map(f32x4::new),
-            children: std::array::from_fn(|c| u32_at(bytes, 4 * c)),
-            ty: NodeType::BoxF32 as u32,
-            ordered: 0,
-            useful: 0,
-        }
-        .with_order()
+        // Child c: min xyz at 16 + 24 c, max xyz 12 bytes later.
+        Self::from_bounds(bytes, NodeType::BoxF32, |c, a, max| {
+            f32_at(bytes, 16 + 24 * c + 12 * max as usize + 4 * a)
+        })
     }
 
     /// From the 64 bytes of an FP16 box node, widening each binary16 exactly
     /// (`semantics.md` 6.1).
     pub fn from_box16(bytes: &[u8]) -> DecodedBox {
-        let h = |offset: usize| {
+        // Child c: min xyz at 16 + 12 c, max xyz 6 bytes later.
+        Self::from_bounds(bytes, NodeType::BoxF16, |c, a, max| {
+            let offset = 16 + 12 * c + 6 * max as usize + 2 * a;
             f16::from_bits(u16::from_le_bytes([bytes[offset], bytes[offset + 1]])).to_f32()
+        })
+    }
+
+    /// The children's pointers from `bytes`, and bound `(c, a, max)` (child c, axis a, min or
+    /// max) from `bound`.
+    fn from_bounds(
+        bytes: &[u8],
+        ty: NodeType,
+        bound: impl Fn(usize, usize, bool) -> f32,
+    ) -> DecodedBox {
+        let side = |max: bool| {
+            std::array::from_fn(|a| f32x4::new(std::array::from_fn(|c| bound(c, a, max))))
         };
-        let mut lo = [[0f32; 4]; 3];
-        let mut hi = [[0f32; 4]; 3];
-        for c in 0..4 {
-            for a in 0..3 {
-                lo[a][c] = h(16 + 12 * c + 2 * a);
-                hi[a][c] = h(16 + 12 * c + 6 + 2 * a);
-            }
-        }
         DecodedBox {
-            lo: lo.map(f32x4::new),
-            hi: hi.map(f32x4::new),
+            lo: side(false),
+            hi: side(true),
             children: std::array::from_fn(|c| u32_at(bytes, 4 * c)),
-            ty: NodeType::BoxF16 as u32,
+            ty: ty as u32,
             ordered: 0,
             useful: 0,
         }
