@@ -2,6 +2,9 @@
 //! rays (identical hits, bit for bit), for wave32 and wave64 and several build options; and
 //! identical hits and counters for any rayon thread count.
 
+mod bvh_common;
+
+use bvh_common::Rng;
 use glam::Vec3;
 use wavetrace::bvh::{build, closest_hit_scalar, BoxFormat, BuildOptions, Mesh};
 use wavetrace::counters::Counters;
@@ -9,24 +12,6 @@ use wavetrace::hw::TriangleReturnMode;
 use wavetrace::math::{Hit, Ray};
 use wavetrace::traverse::{PrimitiveIds, WaveTracer, WaveTracerConfig};
 use wavetrace::wave::{Tracer, WaveWidth};
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn unit(&mut self) -> f32 {
-        (self.next() >> 40) as f32 / (1u64 << 24) as f32
-    }
-    fn range(&mut self, lo: f32, hi: f32) -> f32 {
-        lo + (hi - lo) * self.unit()
-    }
-}
 
 /// A seeded soup: random small triangles in a box, plus a grid of shared-edge triangles
 /// on integer coordinates (exact edge ties).
