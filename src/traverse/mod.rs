@@ -41,7 +41,7 @@ use crate::hw::descriptor::TriangleReturnMode;
 use crate::hw::instruction::LaneOutcome;
 use crate::hw::pointer::{NodePointer, NodeType};
 use crate::math::{Hit, Ray};
-use crate::wave::intersector::{box_query, LaneRay, TriangleBatch, INVALID, LANES};
+use crate::wave::intersector::{box_query, LaneRay, TriangleBatch, TriangleRay, INVALID, LANES};
 use crate::wave::lanes::ray_is_active;
 use crate::wave::{td, InstructionCost, LaneStatus, Wave, WaveIntersector};
 
@@ -170,6 +170,8 @@ impl LaneHit {
 pub struct LaneState<L> {
     pub trav: L,
     pub hit: LaneHit,
+    /// The lane's ray prepared for triangle tests (set when the lane starts).
+    pub triangle_ray: TriangleRay,
 }
 
 /// The VGPRs a driver sets up for a ray: extent = tmax, inverse direction = 1 / dir (f32
@@ -314,7 +316,10 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
                 let node = wave.node[i];
                 if let Some(bytes) = intersector.mapped_triangle(node).filter(|_| node & 4 == 0) {
                     batch.lanes[batch.tests.len()] = (i, node);
-                    batch.tests.push(bytes, (node & 3) as usize, &wave.ray[i]);
+                    let tri_ray = &wave.state[i].triangle_ray;
+                    batch
+                        .tests
+                        .push_prepared(bytes, (node & 3) as usize, tri_ray);
                     cost.triangle_tests += 1;
                     if batch.tests.is_full() {
                         self.flush(wave, &mut batch, mode, &mut max_depth, counters);
@@ -381,9 +386,11 @@ pub(crate) fn start_lane<const W: usize, T: Traversal>(
     wave.status[i] = LaneStatus::ExecOff;
     if ray.tmin <= ray.tmax || ray.tmax.is_nan() {
         let first = traversal.begin(&mut wave.state[i].trav, root);
+        let registers = lane_ray(ray);
+        wave.state[i].triangle_ray = TriangleRay::new(&registers);
         wave.state[i].hit.tmin = ray.tmin;
         wave.state[i].hit.best_t = ray.tmax;
-        wave.activate(i, first, lane_ray(ray));
+        wave.activate(i, first, registers);
         true
     } else {
         false

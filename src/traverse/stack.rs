@@ -3,8 +3,8 @@
 //! After a box query the lane goes on with the first (nearest, when sorting is on) returned
 //! child and pushes the others so that the next nearest is popped first; after a leaf it pops.
 //! The stack is a buffer per lane that keeps its size between rays (it only grows, doubling,
-//! when a deeper tree needs it), so the inner loop does not allocate once warmed up; pushes
-//! write three entries unconditionally and advance by the number of valid ones.
+//! when a deeper tree needs it), so the inner loop does not allocate once warmed up; a push
+//! after a sorted box result is one four-slot write.
 
 use super::{is_child, Traversal};
 
@@ -12,67 +12,109 @@ use super::{is_child, Traversal};
 #[derive(Clone, Copy, Debug, Default)]
 pub struct FullStack;
 
-/// A lane's stack: `buf[..len]` holds the pending nodes, top last.
+/// Slots kept free below the first entry, so that a push may write four slots ending at the
+/// new top whatever the number of entries (see [`StackLane::push_sorted`]).
+const FLOOR: usize = 3;
+
+/// A lane's stack: `buf[FLOOR..top]` holds the pending nodes, top last.
 #[derive(Clone, Debug)]
 pub struct StackLane {
     buf: Vec<u32>,
-    len: usize,
+    top: usize,
 }
 
 impl Default for StackLane {
     fn default() -> Self {
         StackLane {
             buf: vec![0; 64],
-            len: 0,
+            top: FLOOR,
         }
     }
 }
 
 impl StackLane {
+    /// Number of entries.
+    #[inline]
+    fn len(&self) -> usize {
+        self.top - FLOOR
+    }
+
     #[inline]
     fn pop(&mut self) -> Option<u32> {
-        if self.len == 0 {
+        if self.top == FLOOR {
             None
         } else {
-            self.len -= 1;
-            Some(self.buf[self.len])
+            self.top -= 1;
+            self.buf.get(self.top).copied()
         }
     }
 
     #[inline]
     fn push(&mut self, v: u32) {
-        if self.len == self.buf.len() {
+        if self.top == self.buf.len() {
             self.grow();
         }
-        self.buf[self.len] = v;
-        self.len += 1;
+        self.buf[self.top] = v;
+        self.top += 1;
     }
 
-    /// Pushes `entries[3 - n..]` (n <= 3), branch-free: each entry is stored either at its
-    /// place among the kept ones or at a scratch slot past them (overwritten by a later push),
-    /// so no variable-length copy is needed.
-    #[inline]
-    fn push_last(&mut self, entries: [u32; 3], n: usize) {
-        debug_assert!(n <= 3);
-        if self.len + 4 > self.buf.len() {
+    /// Pushes `children[1..n]` so that `children[1]` is on top (`1 <= n <= 4`; entries from
+    /// `n` on are the invalid pointer 0xFFFFFFFF, as a sorted box result has them).
+    ///
+    /// One four-slot write ending at the new top, of the children in reverse order
+    /// (`[c3, c2, c1, c0]`): the valid ones land on their slots (c0 on the slot just above
+    /// the top, free, overwritten by the next push), and the slots that would get an invalid
+    /// child keep what they held (they are the entries below the old top, or the floor).
+    #[inline(always)]
+    fn push_sorted(&mut self, children: [u32; 4], n: usize) {
+        debug_assert!((1..=4).contains(&n));
+        if self.top + 4 > self.buf.len() {
             self.grow();
         }
-        // Invariant: len + 4 <= buf.len(), so every index below is in bounds.
-        let base = self.len;
-        let buf = &mut self.buf[base..base + 4];
-        // entries[j] is kept iff j >= 3 - n; kept entry j goes to j - (3 - n).
-        let skip = 3 - n;
-        for (j, &e) in entries.iter().enumerate() {
-            let slot = if j >= skip { j - skip } else { 3 };
-            buf[slot] = e;
-        }
-        self.len += n;
+        // top + n - 4 >= top - 3 >= 0, and base + 4 = top + n <= buf.len() (checked above).
+        let base = self.top + n - 4;
+        let Some(dst) = self.buf.get_mut(base..base + 4) else {
+            unreachable!("the buffer has four free slots above the top");
+        };
+        let dst: &mut [u32; 4] = dst.try_into().expect("four slots");
+        write_reversed_keeping_invalid(dst, children);
+        self.top += n - 1;
     }
 
     #[cold]
     fn grow(&mut self) {
         let n = self.buf.len().max(16) * 2;
         self.buf.resize(n, 0);
+    }
+}
+
+/// `dst[j] = children[3 - j]` where that child is valid (not 0xFFFFFFFF); other slots keep
+/// their value. SSE2 (x86-64 baseline): shuffle, compare, blend, one load and one store.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn write_reversed_keeping_invalid(dst: &mut [u32; 4], children: [u32; 4]) {
+    use core::arch::x86_64::*;
+    // SAFETY: SSE2 is part of the x86-64 baseline; both accesses are unaligned 16-byte
+    // accesses to a `[u32; 4]`.
+    unsafe {
+        let c = _mm_loadu_si128(children.as_ptr() as *const __m128i);
+        let rev = _mm_shuffle_epi32::<0b00_01_10_11>(c);
+        let invalid = _mm_cmpeq_epi32(rev, _mm_set1_epi32(-1));
+        let old = _mm_loadu_si128(dst.as_ptr() as *const __m128i);
+        let new = _mm_or_si128(_mm_andnot_si128(invalid, rev), _mm_and_si128(invalid, old));
+        _mm_storeu_si128(dst.as_mut_ptr() as *mut __m128i, new);
+    }
+}
+
+/// Portable form of the SSE2 write above.
+#[cfg(not(target_arch = "x86_64"))]
+#[inline(always)]
+fn write_reversed_keeping_invalid(dst: &mut [u32; 4], children: [u32; 4]) {
+    for (j, d) in dst.iter_mut().enumerate() {
+        let c = children[3 - j];
+        if is_child(c) {
+            *d = c;
+        }
     }
 }
 
@@ -85,7 +127,7 @@ impl Traversal for FullStack {
 
     #[inline]
     fn begin(&self, lane: &mut StackLane, root: u32) -> u32 {
-        lane.len = 0;
+        lane.top = FLOOR;
         root
     }
 
@@ -115,7 +157,7 @@ impl Traversal for FullStack {
             if n == 0 {
                 return lane.pop();
             }
-            lane.push_last([children[3], children[2], children[1]], n - 1);
+            lane.push_sorted(children, n);
             return Some(children[0]);
         }
         // Unsorted results may have holes: skip invalid slots.
@@ -137,7 +179,7 @@ impl Traversal for FullStack {
 
     #[inline]
     fn stack_depth(&self, lane: &StackLane) -> usize {
-        lane.len
+        lane.len()
     }
 }
 
@@ -176,6 +218,60 @@ mod tests {
             assert_eq!(t.after_leaf(&mut lane, 0), Some(4 * i + 2));
         }
         assert_eq!(t.after_leaf(&mut lane, 0), None);
+    }
+
+    /// Random box results (sorted prefixes of 0-4 children, and unsorted ones with holes)
+    /// and leaves against a plain `Vec` stack: the same nodes come out in the same order,
+    /// through growth past the initial buffer.
+    #[test]
+    fn matches_a_plain_vec_stack() {
+        let t = FullStack;
+        let mut lane = StackLane::default();
+        let mut model: Vec<u32> = Vec::new();
+        let mut state = 0x1234_5678_9abc_def0_u64;
+        let mut next = move || {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (state >> 33) as u32
+        };
+        let mut id = 0u32;
+        t.begin(&mut lane, 0);
+        for step in 0..20_000 {
+            let r = next();
+            let got;
+            let expect;
+            if r % 3 == 0 && step % 4000 > 100 {
+                got = t.after_leaf(&mut lane, 0);
+                expect = model.pop();
+            } else {
+                // Deep phases (the first 100 steps of every 4000) push mostly.
+                let n = (r >> 2) % 5;
+                let mut children = [I; 4];
+                for c in children.iter_mut().take(n as usize) {
+                    id += 1;
+                    *c = id;
+                }
+                if r & 2 != 0 && n < 4 {
+                    // Unsorted: move one child into a hole.
+                    children.swap(0, 3);
+                }
+                let valid: Vec<u32> = children.iter().copied().filter(|&c| c != I).collect();
+                expect = match valid.split_first() {
+                    Some((&first, rest)) => {
+                        model.extend(rest.iter().rev());
+                        Some(first)
+                    }
+                    None => model.pop(),
+                };
+                got = t.after_box(&mut lane, 0, children);
+            }
+            assert_eq!(got, expect, "step {step}");
+            assert_eq!(t.stack_depth(&lane), model.len(), "step {step}");
+            if got.is_none() {
+                t.begin(&mut lane, 0);
+            }
+        }
     }
 
     #[test]

@@ -218,10 +218,12 @@ pub fn box_query(
     let ptr = hit_mask.select(children, bytemuck::cast([INVALID; 4]));
     let invalid: u32x4 = bytemuck::cast::<f32x4, u32x4>(ptr).simd_eq(u32x4::splat(INVALID));
     let valid = !(invalid.to_bitmask() as u32) & 0xf;
-    let (r, valid): ([u32; 4], u32) = if sort {
+    let (r, valid): ([u32; 4], u32) = if sort && valid != 0 {
         // Sorting moves the valid entries to the front.
         (sort_network(ptr, tnear), (1 << valid.count_ones()) - 1)
     } else {
+        // Unsorted, or nothing hit (then every entry is INVALID, sorted or not: the caller's
+        // test of `valid == 0` decides the same branch, so this costs no prediction).
         (bytemuck::cast(ptr), valid)
     };
     out[0] = r[0];
@@ -347,6 +349,32 @@ pub struct TriangleBatch {
     len: usize,
 }
 
+/// A lane's ray prepared for triangle tests (`semantics.md` 7.2 step 1): the dominant-axis
+/// rotation and the rotated origin and direction. A traversal never changes a lane's origin
+/// or direction (only its extent), so a lane prepares this once per ray.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TriangleRay {
+    /// Component `rotation[c]` of a vertex becomes its component c.
+    pub rotation: [usize; 3],
+    /// Rotated origin.
+    pub origin: [f32; 3],
+    /// Rotated direction (z is the dominant component).
+    pub dir: [f32; 3],
+}
+
+impl TriangleRay {
+    /// Prepares `ray`.
+    #[inline]
+    pub fn new(ray: &LaneRay) -> TriangleRay {
+        let rotation = dominant_rotation(ray.dir);
+        TriangleRay {
+            rotation,
+            origin: rotation.map(|a| ray.origin[a]),
+            dir: rotation.map(|a| ray.dir[a]),
+        }
+    }
+}
+
 /// The dominant-axis rotation: x dominant -> (y,z,x), y dominant -> (z,x,y), else identity,
 /// ties resolved x first, then y. Returns the index permutation.
 #[inline]
@@ -390,19 +418,31 @@ impl TriangleBatch {
     /// Panics when the batch is full.
     #[inline(always)]
     pub fn push(&mut self, bytes: &[u8], k: usize, ray: &LaneRay) {
+        let node: &[u8; 64] = bytes[..64].try_into().expect("a triangle node is 64 bytes");
+        self.push_prepared(node, k, &TriangleRay::new(ray));
+    }
+
+    /// [`Self::push`] for a ray prepared once ([`TriangleRay`]).
+    #[inline(always)]
+    pub fn push_prepared(&mut self, node: &[u8; 64], k: usize, ray: &TriangleRay) {
         let j = self.len;
-        let rot = dominant_rotation(ray.dir);
-        let tv = TRIANGLE_VERTICES[k];
+        // Word index of vertex v's component a: 3v + a <= 14 (the mask keeps the compiler
+        // from checking bounds it cannot prove).
+        let word = |w: usize| {
+            let o = 4 * (w & 15);
+            f32::from_le_bytes([node[o], node[o + 1], node[o + 2], node[o + 3]])
+        };
+        let tv = TRIANGLE_VERTICES[k & 3];
         for (i, &v) in tv.iter().enumerate() {
-            for (c, &a) in rot.iter().enumerate() {
-                self.v[i][c][j] = f32_at(bytes, 12 * v + 4 * a);
+            for (c, &a) in ray.rotation.iter().enumerate() {
+                self.v[i][c][j] = word(3 * v + a);
             }
         }
-        for (c, &a) in rot.iter().enumerate() {
-            self.origin[c][j] = ray.origin[a];
-            self.dir[c][j] = ray.dir[a];
+        for c in 0..3 {
+            self.origin[c][j] = ray.origin[c];
+            self.dir[c][j] = ray.dir[c];
         }
-        self.word[j] = u32_at(bytes, 60);
+        self.word[j] = u32::from_le_bytes([node[60], node[61], node[62], node[63]]);
         self.k[j] = k as u32;
         self.len = j + 1;
     }
