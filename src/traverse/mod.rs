@@ -41,6 +41,8 @@ use crate::hw::descriptor::TriangleReturnMode;
 use crate::hw::instruction::LaneOutcome;
 use crate::hw::pointer::{NodePointer, NodeType};
 use crate::math::{Hit, Ray};
+#[cfg(target_arch = "x86_64")]
+use crate::wave::intersector::box_query_pair;
 use crate::wave::intersector::{box_query, LaneRay, TriangleBatch, TriangleRay, INVALID, LANES};
 use crate::wave::lanes::ray_is_active;
 use crate::wave::{td, InstructionCost, LaneStatus, Wave, WaveIntersector};
@@ -236,6 +238,23 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
         out: &mut [LaneOutput],
         counters: &mut Counters,
     ) {
+        self.trace_wave_on::<W, false>(wave_index, rays, wave, out, counters);
+    }
+
+    /// [`Self::trace_wave`]; with `AVX2`, box lanes are tested two at a time
+    /// ([`box_query_pair`]: the same results).
+    ///
+    /// `AVX2 = true` only from code that runs after checking that the CPU has AVX2 (the
+    /// tracer's AVX2 build of the loop).
+    #[inline(always)]
+    pub(crate) fn trace_wave_on<const W: usize, const AVX2: bool>(
+        &self,
+        wave_index: u64,
+        rays: &[Ray],
+        wave: &mut Wave<W, LaneState<T::Lane>>,
+        out: &mut [LaneOutput],
+        counters: &mut Counters,
+    ) {
         let (intersector, traversal, root, prim_id) =
             (self.intersector, self.traversal, self.root, self.prim_id);
         assert!(rays.len() <= W && out.len() >= rays.len());
@@ -300,15 +319,42 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
                     exec |= 1 << i;
                     continue;
                 };
+                // Lane i consumes the result of its box query.
+                macro_rules! consume {
+                    ($i:expr, $node:expr, $b:expr, $children:expr, $valid:expr) => {{
+                        cost.box_queries += 1;
+                        cost.aabb_useful += $b.useful_slots();
+                        let lane = &mut wave.state[$i];
+                        lane.hit.clocks += 1;
+                        let next =
+                            traversal.after_box_masked(&mut lane.trav, $node, $children, $valid);
+                        max_depth = max_depth.max(traversal.stack_depth(&lane.trav));
+                        go_on(wave, intersector, prim_id, $i, next);
+                    }};
+                }
+                #[cfg(target_arch = "x86_64")]
+                if AVX2 && box_lanes != 0 {
+                    // Pair lane i with the next box lane.
+                    let j = box_lanes.trailing_zeros() as usize;
+                    let node_j = wave.node[j];
+                    if let Some(b_j) = intersector.cached_box_of_box_pointer(node_j) {
+                        let (mut ci, mut cj) = ([0u32; 4], [0u32; 4]);
+                        let rays = [&wave.ray[i], &wave.ray[j]];
+                        // SAFETY: AVX2 is set only where the CPU has AVX2 (see above).
+                        let pair = unsafe {
+                            box_query_pair([b, b_j], rays, grow, sort, [&mut ci, &mut cj])
+                        };
+                        if let Some([vi, vj]) = pair {
+                            box_lanes &= box_lanes - 1;
+                            consume!(i, node, b, ci, vi);
+                            consume!(j, node_j, b_j, cj, vj);
+                            continue;
+                        }
+                    }
+                }
                 let mut children = [0u32; 4];
                 let valid = box_query(b, &wave.ray[i], grow, sort, &mut children);
-                cost.box_queries += 1;
-                cost.aabb_useful += b.useful_slots();
-                let lane = &mut wave.state[i];
-                lane.hit.clocks += 1;
-                let next = traversal.after_box_masked(&mut lane.trav, node, children, valid);
-                max_depth = max_depth.max(traversal.stack_depth(&lane.trav));
-                go_on(wave, intersector, prim_id, i, next);
+                consume!(i, node, b, children, valid);
             }
             while exec != 0 {
                 let i = exec.trailing_zeros() as usize;

@@ -336,7 +336,7 @@ impl WaveTracer {
                 return local;
             }
             let _ = avx2;
-            job.run(rays, &mut wave, out, &mut local);
+            job.run::<_, false>(rays, &mut wave, out, &mut local);
             local
         };
         let locals: Vec<Counters> = if self.config.parallel && rays.len() > block {
@@ -397,7 +397,7 @@ struct WaveBlock<'a, T, P: ?Sized> {
 impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveBlock<'_, T, P> {
     /// Traces `rays` in waves of `W` (wave indices from `first_wave`).
     #[inline(always)]
-    fn run<const W: usize>(
+    fn run<const W: usize, const AVX2: bool>(
         &self,
         rays: &[Ray],
         wave: &mut Wave<W, LaneState<T::Lane>>,
@@ -405,8 +405,9 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveBlock<'_, T, P> {
         counters: &mut Counters,
     ) {
         for (w, (rays, out)) in rays.chunks(W).zip(out.chunks_mut(W)).enumerate() {
+            let index = self.first_wave + w as u64;
             self.run
-                .trace_wave(self.first_wave + w as u64, rays, wave, out, counters);
+                .trace_wave_on::<W, AVX2>(index, rays, wave, out, counters);
         }
     }
 
@@ -425,7 +426,7 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveBlock<'_, T, P> {
         out: &mut [LaneOutput],
         counters: &mut Counters,
     ) {
-        self.run(rays, wave, out, counters);
+        self.run::<W, true>(rays, wave, out, counters);
     }
 }
 

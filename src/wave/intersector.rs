@@ -233,6 +233,120 @@ pub fn box_query(
     valid
 }
 
+/// Two lanes' box queries at once, one lane per 128-bit half of AVX2 vectors: the same f32
+/// operations as [`box_query`] in the same order (one rounding each), so each lane's result
+/// is [`box_query`]'s. Covers the common case only, where both nodes are `ordered` and
+/// neither lane has a NaN among its products; returns `None` otherwise (nothing written),
+/// and the caller runs [`box_query`] per lane. Returns each lane's valid mask.
+///
+/// # Safety
+/// The CPU must support AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[inline]
+pub unsafe fn box_query_pair(
+    node: [&DecodedBox; 2],
+    ray: [&LaneRay; 2],
+    grow: f32,
+    sort: bool,
+    out: [&mut [u32; 4]; 2],
+) -> Option<[u32; 2]> {
+    use core::arch::x86_64::*;
+    if node[0].ordered & node[1].ordered == 0 {
+        return None;
+    }
+    let [n0, n1] = node;
+    let [r0, r1] = ray;
+    let f = |x: &f32x4| -> __m128 { core::mem::transmute::<f32x4, __m128>(*x) };
+    let both = |a: __m128, b: __m128| -> __m256 {
+        _mm256_insertf128_ps::<1>(_mm256_castps128_ps256(a), b)
+    };
+    let splat = |a: f32, b: f32| -> __m256 { both(_mm_set1_ps(a), _mm_set1_ps(b)) };
+    let o = [0, 1, 2].map(|a| splat(r0.origin[a], r1.origin[a]));
+    let r = [0, 1, 2].map(|a| splat(r0.inv_dir[a], r1.inv_dir[a]));
+    let p_lo = [0, 1, 2]
+        .map(|a| _mm256_mul_ps(_mm256_sub_ps(both(f(&n0.lo[a]), f(&n1.lo[a])), o[a]), r[a]));
+    let p_hi = [0, 1, 2]
+        .map(|a| _mm256_mul_ps(_mm256_sub_ps(both(f(&n0.hi[a]), f(&n1.hi[a])), o[a]), r[a]));
+    let probe = _mm256_add_ps(
+        _mm256_add_ps(
+            _mm256_add_ps(p_lo[0], p_lo[1]),
+            _mm256_add_ps(p_lo[2], p_hi[0]),
+        ),
+        _mm256_add_ps(p_hi[1], p_hi[2]),
+    );
+    if _mm256_movemask_ps(_mm256_cmp_ps::<_CMP_UNORD_Q>(probe, probe)) != 0 {
+        return None;
+    }
+    let near = [0, 1, 2].map(|a| _mm256_min_ps(p_lo[a], p_hi[a]));
+    let far = [0, 1, 2].map(|a| _mm256_max_ps(p_lo[a], p_hi[a]));
+    let zero = _mm256_setzero_ps();
+    let tnear = _mm256_max_ps(
+        _mm256_max_ps(_mm256_max_ps(near[0], near[1]), near[2]),
+        zero,
+    );
+    let e = splat(r0.extent, r1.extent);
+    let tfar = _mm256_min_ps(_mm256_min_ps(_mm256_min_ps(far[0], far[1]), far[2]), e);
+    let hit = _mm256_castps_si256(_mm256_cmp_ps::<_CMP_LE_OQ>(
+        tnear,
+        _mm256_mul_ps(tfar, _mm256_set1_ps(grow)),
+    ));
+    let children = _mm256_castps_si256(both(
+        core::mem::transmute::<[u32; 4], __m128>(n0.children),
+        core::mem::transmute::<[u32; 4], __m128>(n1.children),
+    ));
+    let all = _mm256_set1_epi32(-1);
+    // Missed children become INVALID.
+    let mut p = _mm256_or_si256(
+        _mm256_and_si256(hit, children),
+        _mm256_andnot_si256(hit, all),
+    );
+    let invalid = _mm256_cmpeq_epi32(p, all);
+    let bits = !(_mm256_movemask_ps(_mm256_castsi256_ps(invalid)) as u32);
+    let mut valid = [bits & 0xf, bits >> 4 & 0xf];
+    if sort {
+        // `sort_network_sse2` on both halves at once (AVX2's 32-bit shuffles work per half).
+        let key = _mm256_castps_si256(_mm256_add_ps(tnear, zero));
+        let mut k = _mm256_or_si256(
+            _mm256_andnot_si256(invalid, key),
+            _mm256_and_si256(invalid, _mm256_set1_epi32(i32::MAX)),
+        );
+        macro_rules! stage {
+            ($imm:expr, $first:expr) => {{
+                let pp = _mm256_shuffle_epi32::<$imm>(p);
+                let kp = _mm256_shuffle_epi32::<$imm>(k);
+                let lt = _mm256_cmpgt_epi32(k, kp);
+                let lt_partner = _mm256_shuffle_epi32::<$imm>(lt);
+                let first: __m256i = $first;
+                let swap = _mm256_or_si256(
+                    _mm256_and_si256(first, lt),
+                    _mm256_andnot_si256(first, lt_partner),
+                );
+                p = _mm256_blendv_epi8(p, pp, swap);
+                k = _mm256_blendv_epi8(k, kp, swap);
+            }};
+        }
+        stage!(0b01_00_11_10, _mm256_setr_epi32(-1, -1, 0, 0, -1, -1, 0, 0));
+        stage!(0b10_11_00_01, _mm256_setr_epi32(-1, 0, -1, 0, -1, 0, -1, 0));
+        stage!(
+            0b11_01_10_00,
+            _mm256_setr_epi32(-1, -1, 0, -1, -1, -1, 0, -1)
+        );
+        let _ = k;
+        valid = [
+            (1u32 << valid[0].count_ones()) - 1,
+            (1u32 << valid[1].count_ones()) - 1,
+        ];
+    }
+    let [out0, out1] = out;
+    _mm_storeu_si128(out0.as_mut_ptr() as *mut __m128i, _mm256_castsi256_si128(p));
+    _mm_storeu_si128(
+        out1.as_mut_ptr() as *mut __m128i,
+        _mm256_extracti128_si256::<1>(p),
+    );
+    Some(valid)
+}
+
 /// The five-comparator network (0,2),(1,3),(0,1),(2,3),(1,2): swap when the second entry is
 /// valid and strictly nearer, or when the first entry is invalid (`semantics.md` 5.7).
 /// Branch-free (the swaps are data-dependent and unpredictable).
@@ -792,6 +906,106 @@ mod tests {
         }
         // Every count of hits occurred.
         assert!(seen.iter().all(|&n| n > 0), "{seen:?}");
+    }
+
+    /// The two-lane AVX2 box test against [`box_query`] per lane, on random nodes and rays
+    /// with ordered, inverted and NaN bounds, invalid slots, zero direction components
+    /// (infinite inverse) and zero origins: whenever it answers, both lanes' dwords and
+    /// masks are `box_query`'s; it answers for the common case and declines the rest.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn box_query_pair_matches_box_query() {
+        if !std::is_x86_feature_detected!("avx2") {
+            return;
+        }
+        let mut state = 0x9E37_79B9_7F4A_7C15_u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let value = |r: u64| -> f32 {
+            match r % 128 {
+                0 => 0.0,
+                1 => -0.0,
+                2 => f32::NAN,
+                3 => 1.0,
+                _ => ((r >> 8) % 4096) as f32 / 1024.0 - 2.0,
+            }
+        };
+        let (mut answered, mut total) = (0, 0);
+        for case in 0..40_000u32 {
+            let mut nodes = Vec::new();
+            let mut rays = Vec::new();
+            for _ in 0..2 {
+                let mut bytes = [0u8; 128];
+                for c in 0..4 {
+                    let ptr = if next() % 5 == 0 {
+                        INVALID
+                    } else {
+                        0x100 + c as u32
+                    };
+                    bytes[4 * c..4 * c + 4].copy_from_slice(&ptr.to_le_bytes());
+                    for a in 0..3 {
+                        let (p, q) = (value(next()), value(next()));
+                        let (lo, hi) = if next() % 64 == 0 {
+                            (p.max(q), p.min(q))
+                        } else {
+                            (p.min(q), p.max(q))
+                        };
+                        let o = 16 + 24 * c + 4 * a;
+                        bytes[o..o + 4].copy_from_slice(&lo.to_le_bytes());
+                        bytes[o + 12..o + 16].copy_from_slice(&hi.to_le_bytes());
+                    }
+                }
+                nodes.push(DecodedBox::from_box32(&bytes));
+                let dir = [0; 3].map(|_| {
+                    if next() % 8 == 0 {
+                        0.0
+                    } else {
+                        value(next() | 4)
+                    }
+                });
+                rays.push(LaneRay {
+                    extent: if next() % 4 == 0 { 0.5 } else { 100.0 },
+                    origin: [0; 3].map(|_| value(next() & !3)),
+                    dir,
+                    inv_dir: dir.map(|d| 1.0 / d),
+                });
+            }
+            for sort in [false, true] {
+                let grow = if case % 2 == 0 { 1.0 } else { grow_factor(3) };
+                let (mut a, mut b) = ([0u32; 4], [0u32; 4]);
+                // SAFETY: AVX2 checked above.
+                let pair = unsafe {
+                    box_query_pair(
+                        [&nodes[0], &nodes[1]],
+                        [&rays[0], &rays[1]],
+                        grow,
+                        sort,
+                        [&mut a, &mut b],
+                    )
+                };
+                total += 1;
+                let Some([va, vb]) = pair else { continue };
+                answered += 1;
+                for (lane, (out, mask)) in [(a, va), (b, vb)].into_iter().enumerate() {
+                    let mut expect = [0u32; 4];
+                    let expect_mask = box_query(&nodes[lane], &rays[lane], grow, sort, &mut expect);
+                    assert_eq!(
+                        (out, mask),
+                        (expect, expect_mask),
+                        "case {case} lane {lane} sort {sort}"
+                    );
+                }
+            }
+        }
+        // The common case is answered, the rest is declined.
+        assert!(
+            answered > total / 4 && answered < total,
+            "{answered} of {total}"
+        );
     }
 
     /// The branch-free rotation against the reference's dominant axis
