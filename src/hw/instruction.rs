@@ -23,7 +23,9 @@ use super::node::{BoxNodeF16, BoxNodeF32, TriangleNode};
 use super::pointer::{NodePointer, NodeType};
 use super::triangle::{barycentric_result, intersect_triangle, triangle_id_result, TRIANGLE_MISS};
 
-/// The ray VGPRs of one lane (A16 = 0): extent, origin, direction, inverse direction.
+/// The ray VGPRs of one lane (A16 = 0): extent, origin, direction, inverse direction, in
+/// register order (ten f32, no padding: vector code may load four consecutive registers).
+#[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct RayRegisters {
     /// VGPR 1: the largest t at which a box counts as hit.
@@ -35,6 +37,13 @@ pub struct RayRegisters {
     /// VGPRs 8-10; infinities are valid where a direction component is 0.
     pub inv_dir: [f32; 3],
 }
+
+const _: () = {
+    assert!(std::mem::size_of::<RayRegisters>() == 40);
+    assert!(std::mem::offset_of!(RayRegisters, origin) == 4);
+    assert!(std::mem::offset_of!(RayRegisters, dir) == 16);
+    assert!(std::mem::offset_of!(RayRegisters, inv_dir) == 28);
+};
 
 /// Why a lane's ray makes it inactive (`semantics.md` 8): such a lane returns the miss
 /// encoding and costs nothing.

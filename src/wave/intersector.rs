@@ -261,9 +261,23 @@ pub unsafe fn box_query_pair(
     let both = |a: __m128, b: __m128| -> __m256 {
         _mm256_insertf128_ps::<1>(_mm256_castps128_ps256(a), b)
     };
-    let splat = |a: f32, b: f32| -> __m256 { both(_mm_set1_ps(a), _mm_set1_ps(b)) };
-    let o = [0, 1, 2].map(|a| splat(r0.origin[a], r1.origin[a]));
-    let r = [0, 1, 2].map(|a| splat(r0.inv_dir[a], r1.inv_dir[a]));
+    // Registers 0-3 (extent, origin) and 6-9 (dir.z, inverse direction) of both lanes, one
+    // lane per half; each value is then splat within its half.
+    let regs = |at: usize| -> __m256 {
+        let load = |r: &LaneRay| _mm_loadu_ps((r as *const LaneRay as *const f32).add(at));
+        both(load(r0), load(r1))
+    };
+    let (front, back) = (regs(0), regs(6));
+    let o = [
+        _mm256_shuffle_ps::<0b01_01_01_01>(front, front),
+        _mm256_shuffle_ps::<0b10_10_10_10>(front, front),
+        _mm256_shuffle_ps::<0b11_11_11_11>(front, front),
+    ];
+    let r = [
+        _mm256_shuffle_ps::<0b01_01_01_01>(back, back),
+        _mm256_shuffle_ps::<0b10_10_10_10>(back, back),
+        _mm256_shuffle_ps::<0b11_11_11_11>(back, back),
+    ];
     let p_lo = [0, 1, 2]
         .map(|a| _mm256_mul_ps(_mm256_sub_ps(both(f(&n0.lo[a]), f(&n1.lo[a])), o[a]), r[a]));
     let p_hi = [0, 1, 2]
@@ -285,7 +299,7 @@ pub unsafe fn box_query_pair(
         _mm256_max_ps(_mm256_max_ps(near[0], near[1]), near[2]),
         zero,
     );
-    let e = splat(r0.extent, r1.extent);
+    let e = _mm256_shuffle_ps::<0>(front, front);
     let tfar = _mm256_min_ps(_mm256_min_ps(_mm256_min_ps(far[0], far[1]), far[2]), e);
     let hit = _mm256_castps_si256(_mm256_cmp_ps::<_CMP_LE_OQ>(
         tnear,
