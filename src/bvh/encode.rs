@@ -287,27 +287,67 @@ fn fingerprint(v: VertexBits) -> u32 {
         ^ z.wrapping_mul(0xC2B2_AE3D).rotate_left(22)
 }
 
-/// A leaf triangle's vertex bit patterns (mesh order) and their fingerprints.
-#[derive(Clone, Copy)]
-struct LeafVertices {
-    bits: [VertexBits; 3],
-    fingerprints: [u32; 3],
-}
-
 /// Leaves packed as one independent run: the leaves of the whole tree are cut into runs of
 /// this many, packed in parallel; a run's triangles never share a node with another run's
 /// (so the image is the same for any thread count).
 const PACK_RUN: usize = 1 << 14;
 
-/// The triangle nodes of a run of leaves and, per leaf of the run, (pack index within the
-/// run, slot k).
-type Run = (Vec<Pack>, Vec<(u32, u8)>);
+/// The triangle nodes of a run of leaves, already encoded.
+#[derive(Default)]
+struct Run {
+    /// Node bytes in packing order; word@60 is the IJ control word (the writer replaces it
+    /// in mode 0, where it depends on the node's ordinal in the whole image).
+    nodes: Vec<TriangleNode>,
+    /// Per node: the primitive id in each slot, `u32::MAX` when the slot is unused.
+    prims: Vec<[u32; 4]>,
+    /// Per leaf of the run: `4 * (node index within the run) + slot k`.
+    place: Vec<u32>,
+    /// `histogram[i]`: nodes of the run holding i triangles.
+    histogram: [usize; 5],
+}
+
+impl Run {
+    fn with_capacity(nodes: usize, leaves: usize) -> Run {
+        Run {
+            nodes: Vec::with_capacity(nodes),
+            prims: Vec::with_capacity(nodes),
+            place: Vec::with_capacity(leaves),
+            histogram: [0; 5],
+        }
+    }
+
+    /// Appends the finished `pack`.
+    fn push(&mut self, pack: &Pack) {
+        let mut ij = IjControl(0);
+        for (k, &(prim, r)) in pack.used.iter().enumerate() {
+            if prim != u32::MAX {
+                ij = ij.with_nibble(k, IJ_NIBBLES[k][r as usize]);
+            }
+        }
+        self.nodes.push(TriangleNode {
+            vertices: pack.verts.map(vertex_f32),
+            word: ij.0,
+        });
+        self.prims.push(pack.used.map(|(prim, _)| prim));
+        self.histogram[pack.count as usize] += 1;
+    }
+}
+
+/// `IJ_NIBBLES[k][r]`: the IJ nibble of slot k holding a triangle with rotation r.
+static IJ_NIBBLES: std::sync::LazyLock<[[u8; 3]; 4]> = std::sync::LazyLock::new(|| {
+    std::array::from_fn(|k| {
+        let hw = TRIANGLE_VERTICES[k];
+        std::array::from_fn(|r| {
+            let order = std::array::from_fn(|j| hw[(j + r) % 3]);
+            ij_nibble(k, order).expect("a rotation of the slot")
+        })
+    })
+});
 
 /// The triangle nodes of all runs of leaves.
 struct Packing {
-    /// Per run: its packs and, per leaf of the run, (pack index within the run, slot k).
     runs: Vec<Run>,
-    /// Per run: the index (triangle node ordinal) of its first pack.
+    /// Per run: the index (triangle node ordinal) of its first node.
     first: Vec<u32>,
 }
 
@@ -315,91 +355,121 @@ impl Packing {
     fn new(runs: Vec<Run>) -> Packing {
         let mut first = Vec::with_capacity(runs.len());
         let mut total = 0u32;
-        for (packs, _) in &runs {
+        for run in &runs {
             first.push(total);
-            total += packs.len() as u32;
+            total += run.nodes.len() as u32;
         }
         Packing { runs, first }
     }
 
     /// Number of packs (triangle nodes).
     fn len(&self) -> usize {
-        self.runs.iter().map(|(packs, _)| packs.len()).sum()
+        self.runs.iter().map(|run| run.nodes.len()).sum()
     }
 
     /// The pack (triangle node ordinal) and slot of leaf `l`.
+    #[inline]
     fn place(&self, l: u32) -> (u32, u8) {
         let run = l as usize / PACK_RUN;
-        let (p, k) = self.runs[run].1[l as usize % PACK_RUN];
-        (self.first[run] + p, k)
+        let place = self.runs[run].place[l as usize % PACK_RUN];
+        (self.first[run] + (place >> 2), (place & 3) as u8)
     }
 
-    /// All packs in ordinal order.
-    fn iter(&self) -> impl Iterator<Item = &Pack> {
-        self.runs.iter().flat_map(|(packs, _)| packs.iter())
+    /// All triangle nodes in ordinal order.
+    fn nodes(&self) -> impl Iterator<Item = &TriangleNode> {
+        self.runs.iter().flat_map(|run| run.nodes.iter())
+    }
+
+    /// Per triangle slot `4 * o + k`: the primitive id, or `u32::MAX`.
+    fn slot_primitives(&self) -> Vec<u32> {
+        let mut out = Vec::with_capacity(4 * self.len());
+        for run in &self.runs {
+            out.extend_from_slice(bytemuck::cast_slice(&run.prims));
+        }
+        out
     }
 }
 
-/// Packs a run of leaves (in order) into triangle nodes. Returns the packs and, per leaf,
-/// its (pack, slot k).
-fn pack_leaves(leaves: &[u32], mesh: &Mesh, max_per_node: u8) -> Run {
-    let mut packs: Vec<Pack> = Vec::with_capacity(leaves.len() / 2 + 1);
-    let mut place = Vec::with_capacity(leaves.len());
-    // Vertex bit patterns of the current leaf and at least the next `PACK_WINDOW` ones (the
-    // look-ahead), leaf l at `ring[l % RING]`, read from the mesh once each.
-    const RING: usize = 2 * PACK_WINDOW;
-    let leaf_vertices = |l: usize| {
-        let [a, b, c] = mesh.triangle(leaves[l]);
+/// Look-ahead state of [`pack_leaves`]: the vertices of the current leaf and of at least
+/// the next `PACK_WINDOW` leaves, leaf l at entry `l % RING`, read from the mesh once each.
+struct Ring {
+    bits: [[VertexBits; 3]; RING],
+    /// `fingerprints[j][i]` and `fingerprints[j][i + RING]`: the fingerprint of vertex j of
+    /// entry i (twice, so that any `PACK_WINDOW` consecutive entries are one load).
+    fingerprints: [[u32; 2 * RING]; 3],
+}
+
+const RING: usize = 2 * PACK_WINDOW;
+
+impl Ring {
+    #[inline]
+    fn fill(&mut self, l: usize, mesh: &Mesh, prim: u32) {
+        let [a, b, c] = mesh.triangle(prim);
         let bits = [vertex_bits(a), vertex_bits(b), vertex_bits(c)];
         debug_assert!(!bits.contains(&FREE_VERTEX));
-        LeafVertices {
-            bits,
-            fingerprints: [
-                fingerprint(bits[0]),
-                fingerprint(bits[1]),
-                fingerprint(bits[2]),
-            ],
+        let i = l % RING;
+        self.bits[i] = bits;
+        for j in 0..3 {
+            let f = fingerprint(bits[j]);
+            self.fingerprints[j][i] = f;
+            self.fingerprints[j][i + RING] = f;
         }
-    };
-    let n = leaves.len();
-    let mut ring = [LeafVertices {
-        bits: [FREE_VERTEX; 3],
-        fingerprints: [0; 3],
-    }; RING];
-    for l in 0..PACK_WINDOW.min(n) {
-        ring[l % RING] = leaf_vertices(l);
     }
-    // Fingerprint of the centre (V2, set when a node is opened and never changed) of pack
-    // p at `centres[p % PACK_WINDOW]`, for the packs of the window.
+}
+
+/// Packs a run of leaves (in order) into triangle nodes.
+///
+/// A leaf joins the first of the last `PACK_WINDOW` opened nodes it fits in (`Pack::
+/// try_place`), or opens a node with itself in slot 0, rotated so that the vertex shared
+/// with most of the next `PACK_WINDOW` leaves becomes V2, the vertex all four slots share.
+/// Only the window's nodes are kept open (as vertex bit patterns); a node leaving the
+/// window is encoded.
+fn pack_leaves(leaves: &[u32], mesh: &Mesh, max_per_node: u8) -> Run {
+    let n = leaves.len();
+    let mut run = Run::with_capacity(n / 2 + 1, n);
+    let mut ring = Ring {
+        bits: [[FREE_VERTEX; 3]; RING],
+        fingerprints: [[0; 2 * RING]; 3],
+    };
+    for l in 0..PACK_WINDOW.min(n) {
+        ring.fill(l, mesh, leaves[l]);
+    }
+    // The open nodes: node p at `open[p % PACK_WINDOW]` for the last `PACK_WINDOW` ones,
+    // with the fingerprint of its centre (V2, set when it is opened and never changed) at
+    // `centres[p % PACK_WINDOW]`.
+    let mut open = [EMPTY_PACK; PACK_WINDOW];
     let mut centres = [0u32; PACK_WINDOW];
+    let mut opened = 0usize;
     for (leaf, &prim) in leaves.iter().enumerate() {
         if leaf % PACK_WINDOW == 0 {
             // The next `PACK_WINDOW` leaves, read in one batch so that the (scattered) mesh
             // reads overlap.
             for l in leaf + PACK_WINDOW..(leaf + 2 * PACK_WINDOW).min(n) {
-                ring[l % RING] = leaf_vertices(l);
+                ring.fill(l, mesh, leaves[l]);
             }
         }
-        let tri = ring[leaf % RING];
+        let i = leaf % RING;
+        let tri = ring.bits[i];
+        let f = [0, 1, 2].map(|j| ring.fingerprints[j][i]);
         let mut placed = None;
         if max_per_node > 1 {
-            let lo = packs.len().saturating_sub(PACK_WINDOW);
-            // Window packs whose centre may be a vertex of this triangle (every slot uses
-            // V2, so no other pack can take it): bit i stands for pack `lo + i`.
+            let lo = opened.saturating_sub(PACK_WINDOW);
+            // Window nodes whose centre may be a vertex of this triangle (every slot uses
+            // V2, so no other node can take it): bit i stands for node `lo + i`.
             // candidates bit i = centres[i] is one of the three fingerprints.
-            let [f0, f1, f2] = [0, 1, 2].map(|j| wide::u32x8::splat(tri.fingerprints[j]));
+            let [f0, f1, f2] = f.map(wide::u32x8::splat);
             let c = wide::u32x8::new(centres);
             let mut candidates = (c.simd_eq(f0) | c.simd_eq(f1) | c.simd_eq(f2)).to_bitmask();
             let w = PACK_WINDOW as u32;
             let rot = (lo % PACK_WINDOW) as u32;
             candidates = ((candidates >> rot) | (candidates << (w - rot))) & ((1 << w) - 1);
-            candidates &= (1u32 << (packs.len() - lo)) - 1;
+            candidates &= (1u32 << (opened - lo)) - 1;
             while candidates != 0 {
                 let p = lo + candidates.trailing_zeros() as usize;
                 candidates &= candidates - 1;
-                let pack = &mut packs[p];
+                let pack = &mut open[p % PACK_WINDOW];
                 if pack.count < max_per_node {
-                    if let Some(k) = pack.try_place(&tri.bits, prim) {
+                    if let Some(k) = pack.try_place(&tri, prim) {
                         placed = Some((p, k));
                         break;
                     }
@@ -407,21 +477,33 @@ fn pack_leaves(leaves: &[u32], mesh: &Mesh, max_per_node: u8) -> Run {
             }
         }
         let (p, k) = placed.unwrap_or_else(|| {
-            // Open a node with the triangle in slot 0, rotated so that the vertex shared
-            // with most of the next few leaves becomes V2, the vertex all four slots share.
             let mut best_r = 0;
             if max_per_node > 1 {
-                let mut best_count = 0;
-                // counts[j]: look-ahead triangles with this triangle's vertex j.
-                let mut counts = [0usize; 3];
-                for t in (leaf + 1..(leaf + 1 + PACK_WINDOW).min(n)).map(|l| &ring[l % RING]) {
-                    for (j, count) in counts.iter_mut().enumerate() {
-                        let f = tri.fingerprints[j];
-                        if t.fingerprints.contains(&f) && t.bits.contains(&tri.bits[j]) {
-                            *count += 1;
-                        }
+                // counts[j]: look-ahead leaves with this triangle's vertex j.
+                // ahead bit t = leaf + 1 + t < n
+                let ahead = (1u32 << (n - leaf - 1).min(PACK_WINDOW)) - 1;
+                let s = (leaf + 1) % RING;
+                let window = |j: usize| {
+                    wide::u32x8::new(
+                        ring.fingerprints[j][s..s + PACK_WINDOW]
+                            .try_into()
+                            .expect("a window of the ring"),
+                    )
+                };
+                let [w0, w1, w2] = [window(0), window(1), window(2)];
+                let mut counts = [0u32; 3];
+                for (j, count) in counts.iter_mut().enumerate() {
+                    // matches bit t = look-ahead leaf t has a vertex with fingerprint f[j]
+                    let fj = wide::u32x8::splat(f[j]);
+                    let mut matches =
+                        (w0.simd_eq(fj) | w1.simd_eq(fj) | w2.simd_eq(fj)).to_bitmask() & ahead;
+                    while matches != 0 {
+                        let t = matches.trailing_zeros() as usize;
+                        matches &= matches - 1;
+                        *count += ring.bits[(leaf + 1 + t) % RING].contains(&tri[j]) as u32;
                     }
                 }
+                let mut best_count = 0;
                 for r in 0..3 {
                     let count = counts[(5 - r) % 3];
                     if count > best_count {
@@ -430,26 +512,33 @@ fn pack_leaves(leaves: &[u32], mesh: &Mesh, max_per_node: u8) -> Run {
                     }
                 }
             }
+            let slot = opened % PACK_WINDOW;
+            if opened >= PACK_WINDOW {
+                run.push(&open[slot]);
+            }
             let mut pack = EMPTY_PACK;
             let hw = TRIANGLE_VERTICES[0];
             for j in 0..3 {
-                pack.verts[hw[(j + best_r) % 3]] = tri.bits[j];
+                pack.verts[hw[(j + best_r) % 3]] = tri[j];
             }
             pack.used[0] = (prim, best_r as u8);
             pack.count = 1;
-            centres[packs.len() % PACK_WINDOW] = fingerprint(pack.verts[2]);
-            packs.push(pack);
-            (packs.len() - 1, 0)
+            centres[slot] = fingerprint(pack.verts[2]);
+            open[slot] = pack;
+            opened += 1;
+            (opened - 1, 0)
         });
-        place.push((p as u32, k as u8));
+        run.place.push(4 * p as u32 + k as u32);
     }
-    (packs, place)
+    for p in opened.saturating_sub(PACK_WINDOW)..opened {
+        run.push(&open[p % PACK_WINDOW]);
+    }
+    run
 }
 
-/// One pack per cluster, in leaf order; leaf l is pointed at with type `count - 1`.
-fn cluster_packs(leaves: &[u32], mesh: &Mesh, clusters: &[Cluster]) -> (Vec<Pack>, Vec<(u32, u8)>) {
-    let mut packs = Vec::with_capacity(leaves.len());
-    let mut place = Vec::with_capacity(leaves.len());
+/// One node per cluster, in leaf order; leaf l is pointed at with type `count - 1`.
+fn cluster_packs(leaves: &[u32], mesh: &Mesh, clusters: &[Cluster]) -> Run {
+    let mut run = Run::with_capacity(leaves.len(), leaves.len());
     for (l, &ci) in leaves.iter().enumerate() {
         let c = &clusters[ci as usize];
         let mut pack = EMPTY_PACK;
@@ -468,10 +557,10 @@ fn cluster_packs(leaves: &[u32], mesh: &Mesh, clusters: &[Cluster]) -> (Vec<Pack
             pack.used[k] = (prim, r);
         }
         pack.count = c.count;
-        packs.push(pack);
-        place.push((l as u32, c.count - 1));
+        run.push(&pack);
+        run.place.push(4 * l as u32 + c.count as u32 - 1);
     }
-    (packs, place)
+    run
 }
 
 /// The binary16 bit pattern of `x` rounded toward -inf (`up` false) or +inf (`up` true):
@@ -757,10 +846,7 @@ pub fn encode(
     };
 
     let mut bytes = vec![0u8; blocks * 64];
-    let slot_primitive: Vec<u32> = packs
-        .iter()
-        .flat_map(|pack| pack.used.map(|(prim, _)| prim))
-        .collect();
+    let slot_primitive = packs.slot_primitives();
 
     // The child boxes of box node n as the hardware sees them, and their binary16 bits.
     let stored_boxes = |n: usize| {
@@ -792,15 +878,7 @@ pub fn encode(
         }
         half_area(lo, hi)
     };
-    // The IJ nibble of slot k holding a triangle with rotation r.
-    let nibbles: [[u8; 3]; 4] = std::array::from_fn(|k| {
-        let hw = TRIANGLE_VERTICES[k];
-        std::array::from_fn(|r| {
-            let order = std::array::from_fn(|j| hw[(j + r) % 3]);
-            ij_nibble(k, order).expect("a rotation of the slot")
-        })
-    });
-    let pack_list: Vec<&Pack> = packs.iter().collect();
+    let triangle_nodes: Vec<&TriangleNode> = packs.nodes().collect();
 
     // Node bytes, in parallel over pieces of the memory order (each piece owns the block
     // range from its first node to the next piece's first node).
@@ -826,7 +904,6 @@ pub fn encode(
         sah: f64,
         box16: usize,
         box32: usize,
-        histogram: [usize; 5],
     }
     let measured: Vec<PieceMetrics> = pieces
         .into_par_iter()
@@ -838,29 +915,11 @@ pub fn encode(
                 let offset = (item_block(item) - start) * 64;
                 if item & PACK_ITEM != 0 {
                     let o = (item & !PACK_ITEM) as usize;
-                    let pack = pack_list[o];
-                    let mut node = TriangleNode {
-                        vertices: [
-                            vertex_f32(pack.verts[0]),
-                            vertex_f32(pack.verts[1]),
-                            vertex_f32(pack.verts[2]),
-                            vertex_f32(pack.verts[3]),
-                            vertex_f32(pack.verts[4]),
-                        ],
-                        word: 0,
-                    };
-                    let mut ij = IjControl(0);
-                    for (k, &(prim, r)) in pack.used.iter().enumerate() {
-                        if prim != u32::MAX {
-                            ij = ij.with_nibble(k, nibbles[k][r as usize]);
-                        }
+                    let mut node = *triangle_nodes[o];
+                    if options.return_mode == TriangleReturnMode::TriangleId {
+                        node.word = 4 * o as u32;
                     }
-                    node.word = match options.return_mode {
-                        TriangleReturnMode::TriangleId => 4 * o as u32,
-                        TriangleReturnMode::Barycentrics => ij.0,
-                    };
                     bytes[offset..offset + 64].copy_from_slice(bytemuck::bytes_of(&node));
-                    m.histogram[pack.count as usize] += 1;
                     continue;
                 }
                 let n = item as usize;
@@ -913,8 +972,10 @@ pub fn encode(
         sah += m.sah;
         metrics.box16_nodes += m.box16;
         metrics.box32_nodes += m.box32;
+    }
+    for run in &packs.runs {
         for i in 0..5 {
-            metrics.triangles_per_node_histogram[i] += m.histogram[i];
+            metrics.triangles_per_node_histogram[i] += run.histogram[i];
         }
     }
     metrics.triangle_nodes = packs.len();
@@ -943,7 +1004,11 @@ pub fn encode(
         leaf_chains: chains,
     };
     metrics.sah_cost = sah;
-    metrics.triangle_references = packs.iter().map(|p| p.count as usize).sum();
+    metrics.triangle_references = packs
+        .runs
+        .iter()
+        .flat_map(|run| run.histogram.iter().enumerate().map(|(i, n)| i * n))
+        .sum();
     metrics.triangles = mesh.len();
     metrics.bytes = image.bytes.len();
     metrics.finish();
