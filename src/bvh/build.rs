@@ -312,10 +312,10 @@ fn build_rec(
     };
     let (left_side, right_side, left_count) = match binned {
         Some((axis, bin, lmin, lmax, rmin, rmax)) => {
-            let scale = bin_scale(extent);
-            let (left, lc, rc) = partition(refs, |r| {
-                bin_of((r.min() + r.max() - cmin) * scale)[axis] <= bin
-            });
+            // bin_of((c - cmin) * scale)[axis] <= bin, as one compare.
+            let t = Vec3A::splat(bin_threshold(cmin, bin_scale(extent), axis, bin));
+            let mask = 1 << axis;
+            let (left, lc, rc) = partition(refs, |c| c.cmple(t).bitmask() & mask != 0);
             ((lmin, lmax, Some(lc)), (rmin, rmax, Some(rc)), left)
         }
         None => {
@@ -592,6 +592,36 @@ fn merge_bins(a: &mut Bins, b: &Bins) {
 /// Bins `refs` on all three axes (`scale` 0 on an axis without extent) into `out` (empty
 /// bins).
 fn bin_refs(refs: &[PrimRef], cmin: Vec3A, scale: Vec3A, out: &mut Bins) {
+    #[cfg(target_arch = "x86_64")]
+    if avx2() {
+        // SAFETY: the CPU supports AVX2.
+        unsafe { bin_refs_avx2(refs, cmin, scale, out) };
+        return;
+    }
+    bin_refs_any(refs, cmin, scale, out);
+}
+
+/// Whether this CPU runs the AVX2 builds of the hot loops (x86-64 only).
+#[cfg(target_arch = "x86_64")]
+#[inline]
+fn avx2() -> bool {
+    std::is_x86_feature_detected!("avx2")
+}
+
+/// [`bin_refs_any`] compiled for AVX2: the same f32 operations (min, max, add, sub, mul, one
+/// rounding each; Rust never contracts to FMA), so the same bins; VEX encoding saves the
+/// register copies of two-operand SSE.
+///
+/// # Safety
+/// The CPU must support AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
+unsafe fn bin_refs_avx2(refs: &[PrimRef], cmin: Vec3A, scale: Vec3A, out: &mut Bins) {
+    bin_refs_any(refs, cmin, scale, out);
+}
+
+#[inline(always)]
+fn bin_refs_any(refs: &[PrimRef], cmin: Vec3A, scale: Vec3A, out: &mut Bins) {
     // Two sets of bins, for even and odd references: neighbouring references often fall in
     // the same bins, and alternating sets halves the chains of dependent loads and stores.
     // Merging is exact (min, max and counts), so the result does not change.
@@ -717,25 +747,72 @@ fn sort_on_keys(order: &mut [u8], keys: &[f32; SMALL_NODE]) {
     }
 }
 
-/// Moves the references for which `left` holds to the front; returns how many there are
-/// and the (doubled) centroid bounds of both sides, gathered in the same pass.
+/// The largest doubled centroid coordinate `c` on `axis` (from `cmin[axis]` up, infinity
+/// included) whose bin, as the binning computes it (`bin_of((c - cmin) * scale)[axis]`), is
+/// at most `bin`.
+///
+/// The bin never decreases as `c` grows (subtracting a constant, multiplying by a
+/// non-negative one, the clamp and the truncation are each monotone in f32, and the NaN of
+/// `0 * inf` at `c == cmin` gives bin 0, the least), so the references of bins `0..=bin` are
+/// exactly those with `c <= threshold`: a bisection over the ordered f32 bit patterns finds
+/// it with the binning's own arithmetic.
+fn bin_threshold(cmin: Vec3A, scale: Vec3A, axis: usize, bin: usize) -> f32 {
+    // Finite and infinite f32 in order as u32 keys (NaNs fall outside ordered(-inf)..=
+    // ordered(inf)).
+    let ordered = |x: f32| {
+        let b = x.to_bits();
+        if b >> 31 == 1 {
+            !b
+        } else {
+            b | 0x8000_0000
+        }
+    };
+    let value = |k: u32| f32::from_bits(if k >> 31 == 1 { k & 0x7fff_ffff } else { !k });
+    let left = |k: u32| bin_of((Vec3A::splat(value(k)) - cmin) * scale)[axis] <= bin;
+    let (mut lo, mut hi) = (ordered(cmin[axis]), ordered(f32::INFINITY));
+    debug_assert!(left(lo));
+    if left(hi) {
+        return f32::INFINITY;
+    }
+    // left(lo) and !left(hi).
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if left(mid) {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    value(lo)
+}
+
+/// Moves the references whose (doubled) centroid `c = min + max` satisfies `left(c)` to the
+/// front; returns how many there are and the centroid bounds of both sides, gathered in the
+/// same pass.
 #[allow(clippy::type_complexity)]
+#[inline(always)]
 fn partition(
     refs: &mut [PrimRef],
-    left: impl Fn(&PrimRef) -> bool,
+    left: impl Fn(Vec3A) -> bool,
 ) -> (usize, (Vec3A, Vec3A), (Vec3A, Vec3A)) {
     let (mut lmin, mut lmax) = (Vec3A::INFINITY, Vec3A::NEG_INFINITY);
     let (mut rmin, mut rmax) = (Vec3A::INFINITY, Vec3A::NEG_INFINITY);
     let (mut i, mut j) = (0usize, refs.len());
     loop {
-        while i < j && left(&refs[i]) {
+        while i < j {
             let c = refs[i].min() + refs[i].max();
+            if !left(c) {
+                break;
+            }
             lmin = lmin.min(c);
             lmax = lmax.max(c);
             i += 1;
         }
-        while i < j && !left(&refs[j - 1]) {
+        while i < j {
             let c = refs[j - 1].min() + refs[j - 1].max();
+            if left(c) {
+                break;
+            }
             rmin = rmin.min(c);
             rmax = rmax.max(c);
             j -= 1;
@@ -835,6 +912,86 @@ mod tests {
             assert_eq!(order(&fast), order(&slow), "case {case}");
             assert_eq!((lmin, lmax), bounds(&slow[..left]));
             assert_eq!((rmin, rmax), bounds(&slow[left..]));
+        }
+    }
+
+    /// The partition's one compare against `bin_threshold` sends every centroid to the side
+    /// its bin (as the binning computes it) says, on random and on boundary centroids, for
+    /// wide, narrow and subnormal extents (an infinite scale included).
+    #[test]
+    fn bin_threshold_matches_the_bins() {
+        let mut rng = Rng(0x5851_f42d_4c95_7f2d);
+        let mut unit = || (rng.next() >> 40) as f32 / (1u64 << 24) as f32;
+        for case in 0..20_000 {
+            let cmin = Vec3A::new(unit() * 200.0 - 100.0, unit() - 0.5, unit() * 1e-3);
+            let extent = match case % 4 {
+                0 => Vec3A::new(unit() * 100.0 + 1e-3, unit() * 1e-3 + 1e-9, 1.0),
+                1 => Vec3A::new(1e-40, 1e-30, unit() * 1e6 + 1.0),
+                2 => Vec3A::splat(unit() * 10.0 + 1e-6),
+                _ => Vec3A::new(f32::MIN_POSITIVE, unit(), 3.0),
+            };
+            let scale = bin_scale(extent);
+            let axis = case % 3;
+            let bin = case / 3 % (BINS - 1);
+            let t = bin_threshold(cmin, scale, axis, bin);
+            let check = |c: f32| {
+                let binned = bin_of((Vec3A::splat(c) - cmin) * scale)[axis] <= bin;
+                assert_eq!(c <= t, binned, "case {case}: c {c} t {t} bin {bin}");
+            };
+            for _ in 0..8 {
+                check(cmin[axis] + extent[axis] * unit());
+            }
+            check(cmin[axis]);
+            check(cmin[axis] + extent[axis]);
+            if t.is_finite() {
+                check(t);
+                check(f32::from_bits(t.to_bits().wrapping_add(if t > 0.0 {
+                    1
+                } else {
+                    u32::MAX
+                })));
+                check(t.next_up());
+            }
+        }
+    }
+
+    /// The AVX2 build of the binning gives the same bins, bit for bit, as the portable one.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn avx2_binning_matches_the_portable_binning() {
+        if !avx2() {
+            return;
+        }
+        let mut rng = Rng(0xda94_2042_e4dd_58b5);
+        for count in [1usize, 7, 31, 32, 33, 1000, 5001] {
+            let refs: Vec<PrimRef> = (0..count as u32)
+                .map(|prim| {
+                    let mut c = || (rng.next() % 100_000) as f32 / 7.0 - 5000.0;
+                    let a = Vec3A::new(c(), c(), c());
+                    let e = Vec3A::new(c(), c(), c()).abs() * 0.01;
+                    PrimRef::new(a, a + e, prim, 1)
+                })
+                .collect();
+            let (cmin, cmax) = refs
+                .iter()
+                .fold((Vec3A::INFINITY, Vec3A::NEG_INFINITY), |(lo, hi), r| {
+                    (lo.min(r.min() + r.max()), hi.max(r.min() + r.max()))
+                });
+            let scale = bin_scale(cmax - cmin);
+            let mut portable = [[EMPTY_BIN; BINS]; 3];
+            bin_refs_any(&refs, cmin, scale, &mut portable);
+            let mut fast = [[EMPTY_BIN; BINS]; 3];
+            // SAFETY: the CPU supports AVX2 (checked above).
+            unsafe { bin_refs_avx2(&refs, cmin, scale, &mut fast) };
+            for axis in 0..3 {
+                for i in 0..BINS {
+                    let (a, b) = (&portable[axis][i], &fast[axis][i]);
+                    assert_eq!(a.count, b.count, "{count} refs, axis {axis} bin {i}");
+                    let bits = |v: Vec3A| v.to_array().map(f32::to_bits);
+                    assert_eq!(bits(a.min), bits(b.min));
+                    assert_eq!(bits(a.max), bits(b.max));
+                }
+            }
         }
     }
 
