@@ -443,9 +443,18 @@ fn pack_leaves(leaves: &[u32], mesh: &Mesh, max_per_node: u8) -> Run {
     for (leaf, &prim) in leaves.iter().enumerate() {
         if leaf % PACK_WINDOW == 0 {
             // The next `PACK_WINDOW` leaves, read in one batch so that the (scattered) mesh
-            // reads overlap.
+            // reads overlap; the batch after it has its positions prefetched (through its
+            // indices, prefetched one batch earlier).
             for l in leaf + PACK_WINDOW..(leaf + 2 * PACK_WINDOW).min(n) {
                 ring.fill(l, mesh, leaves[l]);
+            }
+            for l in leaf + 2 * PACK_WINDOW..(leaf + 3 * PACK_WINDOW).min(n) {
+                for v in mesh.indices[leaves[l] as usize] {
+                    prefetch(&mesh.positions[v as usize]);
+                }
+            }
+            for l in leaf + 3 * PACK_WINDOW..(leaf + 4 * PACK_WINDOW).min(n) {
+                prefetch(&mesh.indices[leaves[l] as usize]);
             }
         }
         let i = leaf % RING;
@@ -534,6 +543,19 @@ fn pack_leaves(leaves: &[u32], mesh: &Mesh, max_per_node: u8) -> Run {
         run.push(&open[p % PACK_WINDOW]);
     }
     run
+}
+
+/// A hint to bring `value`'s cache line in (no effect on results).
+#[inline(always)]
+fn prefetch<T>(value: &T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: prefetching never faults, whatever the address.
+    unsafe {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        _mm_prefetch::<_MM_HINT_T0>((value as *const T).cast());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = value;
 }
 
 /// One node per cluster, in leaf order; leaf l is pointed at with type `count - 1`.
@@ -634,12 +656,15 @@ fn f16_directed(x: f32, up: bool) -> (u16, f32) {
     }
 }
 
+/// The binary16 bits `[min.xyz, max.xyz]` of a box and the f32 box they stand for.
+type F16Box = ([u16; 6], ([f32; 3], [f32; 3]));
+
 /// A box stored in an FP16 node: its binary16 bits `[min.xyz, max.xyz]` (min rounded toward
 /// -inf, max toward +inf) and the f32 box the hardware sees.
 #[inline]
-fn f16_box(min: Vec3A, max: Vec3A) -> ([u16; 6], ([f32; 3], [f32; 3])) {
-    if let (Some((lo, lof)), Some((hi, hif))) = (f16_lanes(min, false), f16_lanes(max, true)) {
-        return ([lo[0], lo[1], lo[2], hi[0], hi[1], hi[2]], (lof, hif));
+fn f16_box(min: Vec3A, max: Vec3A) -> F16Box {
+    if let Some(out) = f16_box_normal(min, max) {
+        return out;
     }
     let (x0, x0f) = f16_directed(min.x, false);
     let (y0, y0f) = f16_directed(min.y, false);
@@ -650,43 +675,62 @@ fn f16_box(min: Vec3A, max: Vec3A) -> ([u16; 6], ([f32; 3], [f32; 3])) {
     ([x0, y0, z0, x1, y1, z1], ([x0f, y0f, z0f], [x1f, y1f, z1f]))
 }
 
-/// The short path of [`f16_directed`] on the three lanes of `v` at once, `None` unless all
-/// three take it (2^-14 <= |c| < 65504).
-#[inline]
-fn f16_lanes(v: Vec3A, up: bool) -> Option<([u16; 3], [f32; 3])> {
+/// The bit patterns of x, y, z, and 1.0 in the fourth lane (which passes the range check of
+/// [`f16_box_normal`]).
+#[inline(always)]
+fn box_lane_bits(v: Vec3A) -> wide::i32x4 {
     use wide::i32x4;
-    let c = v.to_array();
-    let bits = i32x4::new([
-        c[0].to_bits() as i32,
-        c[1].to_bits() as i32,
-        c[2].to_bits() as i32,
-        0x3f80_0000,
-    ]);
-    let abs = bits & i32x4::splat(0x7fff_ffff);
-    // abs >= 2^-14 and abs < 65504 on every lane.
-    let below = abs.simd_lt(i32x4::splat(0x3880_0000));
-    let above = abs.simd_gt(i32x4::splat(0x477f_dfff));
-    if (below | above).to_bitmask() != 0 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let bits: i32x4 = bytemuck::cast(std::arch::x86_64::__m128::from(v));
+        (bits & i32x4::new([-1, -1, -1, 0])) | i32x4::new([0, 0, 0, 0x3f80_0000])
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let [x, y, z] = v.to_array().map(|c| c.to_bits() as i32);
+        i32x4::new([x, y, z, 0x3f80_0000])
+    }
+}
+
+/// The short path of [`f16_directed`] on the six bounds at once, `None` unless all six take
+/// it (2^-14 <= |c| < 65504).
+#[inline(always)]
+fn f16_box_normal(min: Vec3A, max: Vec3A) -> Option<F16Box> {
+    use wide::i32x4;
+    let (lo, hi) = (box_lane_bits(min), box_lane_bits(max));
+    let magnitude = i32x4::splat(0x7fff_ffff);
+    // outside = abs < 2^-14 || abs >= 65504, per lane
+    let outside = |bits: i32x4| {
+        let abs = bits & magnitude;
+        abs.simd_lt(i32x4::splat(0x3880_0000)) | abs.simd_gt(i32x4::splat(0x477f_dfff))
+    };
+    if (outside(lo) | outside(hi)).to_bitmask() != 0 {
         return None;
     }
-    // away = up == (x >= 0): the rounding direction points away from zero.
-    let negative = bits.simd_lt(i32x4::splat(0));
-    let away = if up { !negative } else { negative };
-    let inexact = !(bits & i32x4::splat(0x1fff)).simd_eq(i32x4::splat(0));
-    // rounded = (bits & !0x1fff) + (inexact && away) << 13
-    let rounded = (bits & i32x4::splat(!0x1fff)) + (inexact & away & i32x4::splat(0x2000));
+    // rounded = (bits & !0x1fff) + (inexact && away) << 13, where away (the rounding
+    // direction points away from zero) is x < 0 for the min and x >= 0 for the max.
+    let step = |bits: i32x4, away: i32x4| {
+        let inexact = !(bits & i32x4::splat(0x1fff)).simd_eq(i32x4::splat(0));
+        (bits & i32x4::splat(!0x1fff)) + (inexact & away & i32x4::splat(0x2000))
+    };
+    let negative = |bits: i32x4| bits.simd_lt(i32x4::splat(0));
+    let lo = step(lo, negative(lo));
+    let hi = step(hi, !negative(hi));
     // h = sign >> 16 | (|rounded| - 0x3800_0000) >> 13
-    let h: i32x4 = ((rounded >> 16_i32) & i32x4::splat(0x8000))
-        | (((rounded & i32x4::splat(0x7fff_ffff)) - i32x4::splat(0x3800_0000)) >> 13_i32);
-    let h = h.to_array();
-    let r = rounded.to_array();
+    let half = |r: i32x4| {
+        (((r >> 16_i32) & i32x4::splat(0x8000))
+            | (((r & magnitude) - i32x4::splat(0x3800_0000)) >> 13_i32))
+            .to_array()
+    };
+    let (hl, hh) = (half(lo), half(hi));
+    let (lo, hi) = (lo.to_array(), hi.to_array());
+    let value = |b: i32| f32::from_bits(b as u32);
     Some((
-        [h[0] as u16, h[1] as u16, h[2] as u16],
-        [
-            f32::from_bits(r[0] as u32),
-            f32::from_bits(r[1] as u32),
-            f32::from_bits(r[2] as u32),
-        ],
+        [hl[0], hl[1], hl[2], hh[0], hh[1], hh[2]].map(|h| h as u16),
+        (
+            [value(lo[0]), value(lo[1]), value(lo[2])],
+            [value(hi[0]), value(hi[1]), value(hi[2])],
+        ),
     ))
 }
 
@@ -1081,7 +1125,7 @@ mod tests {
                 );
             }
         }
-        // The three-lane path (taken when every lane is a normal binary16 below 65504)
+        // The six-lane path (taken when every lane is a normal binary16 below 65504)
         // agrees with the scalar one.
         let mut next = || {
             state ^= state << 13;
