@@ -790,10 +790,30 @@ fn bin_threshold(cmin: Vec3A, scale: Vec3A, axis: usize, bin: usize) -> f32 {
     };
     let value = |k: u32| f32::from_bits(if k >> 31 == 1 { k & 0x7fff_ffff } else { !k });
     let left = |k: u32| bin_of((Vec3A::splat(value(k)) - cmin) * scale)[axis] <= bin;
-    let (mut lo, mut hi) = (ordered(cmin[axis]), ordered(f32::INFINITY));
-    debug_assert!(left(lo));
+    let (first, last) = (ordered(cmin[axis]), ordered(f32::INFINITY));
+    debug_assert!(left(first));
+    // The threshold is within a few units in the last place of the bins' boundary in
+    // centroid space, `cmin + (bin + 1) / scale`: search a window of keys around it first
+    // (the invariant is checked, so an estimate that is off only costs the full range).
+    const WINDOW: u32 = 64;
+    let estimate = cmin[axis] + (bin + 1) as f32 / scale[axis];
+    let (mut lo, mut hi) = if estimate.is_nan() {
+        (first, last)
+    } else {
+        let k = ordered(estimate);
+        (
+            k.saturating_sub(WINDOW).clamp(first, last),
+            k.saturating_add(WINDOW).clamp(first, last),
+        )
+    };
+    if !left(lo) {
+        lo = first;
+    }
     if left(hi) {
-        return f32::INFINITY;
+        hi = last;
+        if left(hi) {
+            return f32::INFINITY;
+        }
     }
     // left(lo) and !left(hi).
     while hi - lo > 1 {
