@@ -11,6 +11,11 @@
 //! references, so the result does not depend on how rayon schedules the work; the range
 //! structure fills the node array exactly (no holes).
 //!
+//! Large nodes (at least [`SAMPLED_BINNING`] references) choose their split from bins of
+//! every `SAMPLE_STRIDE`-th reference (as Embree-style builders do at the top levels: the
+//! SAH of the dragon, bunny and sponza stays within 1 %), and take their children's exact
+//! bounds from the partition pass.
+//!
 //! Hot loop: no heap allocation per node. Bins live on the stack, references are partitioned
 //! in place, small nodes sort keys and indices on the stack.
 
@@ -28,6 +33,11 @@ const PARALLEL_BINNING: usize = 1 << 16;
 /// Below this depth of the binary tree the split is by binned SAH; deeper (only on
 /// pathological inputs) it is an object median split, which bounds the depth.
 const MAX_SAH_DEPTH: u32 = 64;
+/// Nodes with at least this many references are binned on every `SAMPLE_STRIDE`-th
+/// reference only; their partition pass computes the exact bounds of both sides.
+const SAMPLED_BINNING: usize = 1 << 12;
+/// See [`SAMPLED_BINNING`].
+const SAMPLE_STRIDE: usize = 4;
 /// Nodes with at most this many references get an exact SAH sweep instead of bins.
 const SMALL_NODE: usize = 12;
 /// Inner nodes over at least this many references record their 4-wide subtree sizes
@@ -315,8 +325,16 @@ fn build_rec(
             // bin_of((c - cmin) * scale)[axis] <= bin, as one compare.
             let t = Vec3A::splat(bin_threshold(cmin, bin_scale(extent), axis, bin));
             let mask = 1 << axis;
-            let (left, lc, rc) = partition(refs, |c| c.cmple(t).bitmask() & mask != 0);
-            ((lmin, lmax, Some(lc)), (rmin, rmax, Some(rc)), left)
+            let left = |c: Vec3A| c.cmple(t).bitmask() & mask != 0;
+            if m >= SAMPLED_BINNING {
+                // The bins saw a sample: the sides' bounds come from the partition.
+                let (left, lc, rc, (lmin, lmax), (rmin, rmax)) =
+                    partition_with_bounds::<true>(refs, left);
+                ((lmin, lmax, Some(lc)), (rmin, rmax, Some(rc)), left)
+            } else {
+                let (left, lc, rc, _, _) = partition_with_bounds::<false>(refs, left);
+                ((lmin, lmax, Some(lc)), (rmin, rmax, Some(rc)), left)
+            }
         }
         None => {
             // All centroids coincide, or the tree is suspiciously deep: object median split on
@@ -499,12 +517,18 @@ fn best_binned_split(
         return None;
     }
     let scale = bin_scale(extent);
+    let stride = if refs.len() >= SAMPLED_BINNING {
+        SAMPLE_STRIDE
+    } else {
+        1
+    };
     let bins = if refs.len() >= PARALLEL_BINNING {
-        // Chunks of a fixed size, merged exactly: the same bins for any thread count.
+        // Chunks of a fixed size (a multiple of the stride), merged exactly: the same bins
+        // for any thread count.
         refs.par_chunks(PARALLEL_BINNING / 4)
             .map(|chunk| {
                 let mut bins = [[EMPTY_BIN; BINS]; 3];
-                bin_refs(chunk, cmin, scale, &mut bins);
+                bin_refs(chunk, stride, cmin, scale, &mut bins);
                 bins
             })
             .reduce(
@@ -516,7 +540,7 @@ fn best_binned_split(
             )
     } else {
         let mut bins = [[EMPTY_BIN; BINS]; 3];
-        bin_refs(refs, cmin, scale, &mut bins);
+        bin_refs(refs, stride, cmin, scale, &mut bins);
         bins
     };
     let mut best: Option<(f32, usize, usize)> = None;
@@ -591,14 +615,14 @@ fn merge_bins(a: &mut Bins, b: &Bins) {
 
 /// Bins `refs` on all three axes (`scale` 0 on an axis without extent) into `out` (empty
 /// bins).
-fn bin_refs(refs: &[PrimRef], cmin: Vec3A, scale: Vec3A, out: &mut Bins) {
+fn bin_refs(refs: &[PrimRef], stride: usize, cmin: Vec3A, scale: Vec3A, out: &mut Bins) {
     #[cfg(target_arch = "x86_64")]
     if avx2() {
         // SAFETY: the CPU supports AVX2.
-        unsafe { bin_refs_avx2(refs, cmin, scale, out) };
+        unsafe { bin_refs_avx2(refs, stride, cmin, scale, out) };
         return;
     }
-    bin_refs_any(refs, cmin, scale, out);
+    bin_refs_any(refs, stride, cmin, scale, out);
 }
 
 /// Whether this CPU runs the AVX2 builds of the hot loops (x86-64 only).
@@ -616,12 +640,33 @@ fn avx2() -> bool {
 /// The CPU must support AVX2.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
-unsafe fn bin_refs_avx2(refs: &[PrimRef], cmin: Vec3A, scale: Vec3A, out: &mut Bins) {
-    bin_refs_any(refs, cmin, scale, out);
+unsafe fn bin_refs_avx2(
+    refs: &[PrimRef],
+    stride: usize,
+    cmin: Vec3A,
+    scale: Vec3A,
+    out: &mut Bins,
+) {
+    bin_refs_any(refs, stride, cmin, scale, out);
 }
 
 #[inline(always)]
-fn bin_refs_any(refs: &[PrimRef], cmin: Vec3A, scale: Vec3A, out: &mut Bins) {
+fn bin_refs_any(refs: &[PrimRef], stride: usize, cmin: Vec3A, scale: Vec3A, out: &mut Bins) {
+    if stride > 1 {
+        // Every `stride`-th reference, alternating the two sets of bins as below.
+        let mut odd = [[EMPTY_BIN; BINS]; 3];
+        let mut i = 0;
+        while i + stride < refs.len() {
+            bin_one(out, &refs[i], cmin, scale);
+            bin_one(&mut odd, &refs[i + stride], cmin, scale);
+            i += 2 * stride;
+        }
+        if i < refs.len() {
+            bin_one(out, &refs[i], cmin, scale);
+        }
+        merge_bins(out, &odd);
+        return;
+    }
     // Two sets of bins, for even and odd references: neighbouring references often fall in
     // the same bins, and alternating sets halves the chains of dependent loads and stores.
     // Merging is exact (min, max and counts), so the result does not change.
@@ -652,6 +697,18 @@ fn bin_refs_any(refs: &[PrimRef], cmin: Vec3A, scale: Vec3A, out: &mut Bins) {
         add(out, r);
     }
     merge_bins(out, &odd);
+}
+
+/// Adds reference `r` to its bins on all three axes.
+#[inline(always)]
+fn bin_one(bins: &mut Bins, r: &PrimRef, cmin: Vec3A, scale: Vec3A) {
+    let b = bin_of((r.min() + r.max() - cmin) * scale);
+    for axis in 0..3 {
+        let bin = &mut bins[axis][b[axis]];
+        bin.min = bin.min.min(r.min());
+        bin.max = bin.max.max(r.max());
+        bin.count += 1;
+    }
 }
 
 /// Exact SAH split of a small node: sorts the references by centroid on each axis and
@@ -830,14 +887,23 @@ fn bin_threshold(cmin: Vec3A, scale: Vec3A, axis: usize, bin: usize) -> f32 {
 /// Moves the references whose (doubled) centroid `c = min + max` satisfies `left(c)` to the
 /// front; returns how many there are and the centroid bounds of both sides, gathered in the
 /// same pass.
+/// With `BOUNDS`, also the bounds of both sides (else infinite empty boxes).
 #[allow(clippy::type_complexity)]
 #[inline(always)]
-fn partition(
+fn partition_with_bounds<const BOUNDS: bool>(
     refs: &mut [PrimRef],
     left: impl Fn(Vec3A) -> bool,
-) -> (usize, (Vec3A, Vec3A), (Vec3A, Vec3A)) {
+) -> (
+    usize,
+    (Vec3A, Vec3A),
+    (Vec3A, Vec3A),
+    (Vec3A, Vec3A),
+    (Vec3A, Vec3A),
+) {
     let (mut lmin, mut lmax) = (Vec3A::INFINITY, Vec3A::NEG_INFINITY);
     let (mut rmin, mut rmax) = (Vec3A::INFINITY, Vec3A::NEG_INFINITY);
+    let (mut llo, mut lhi) = (Vec3A::INFINITY, Vec3A::NEG_INFINITY);
+    let (mut rlo, mut rhi) = (Vec3A::INFINITY, Vec3A::NEG_INFINITY);
     let (mut i, mut j) = (0usize, refs.len());
     loop {
         while i < j {
@@ -847,6 +913,10 @@ fn partition(
             }
             lmin = lmin.min(c);
             lmax = lmax.max(c);
+            if BOUNDS {
+                llo = llo.min(refs[i].min());
+                lhi = lhi.max(refs[i].max());
+            }
             i += 1;
         }
         while i < j {
@@ -856,10 +926,14 @@ fn partition(
             }
             rmin = rmin.min(c);
             rmax = rmax.max(c);
+            if BOUNDS {
+                rlo = rlo.min(refs[j - 1].min());
+                rhi = rhi.max(refs[j - 1].max());
+            }
             j -= 1;
         }
         if i >= j {
-            return (i, (lmin, lmax), (rmin, rmax));
+            return (i, (lmin, lmax), (rmin, rmax), (llo, lhi), (rlo, rhi));
         }
         // refs[i] goes right, refs[j - 1] goes left.
         refs.swap(i, j - 1);
@@ -869,6 +943,12 @@ fn partition(
         let c = refs[j - 1].min() + refs[j - 1].max();
         rmin = rmin.min(c);
         rmax = rmax.max(c);
+        if BOUNDS {
+            llo = llo.min(refs[i].min());
+            lhi = lhi.max(refs[i].max());
+            rlo = rlo.min(refs[j - 1].min());
+            rhi = rhi.max(refs[j - 1].max());
+        }
         i += 1;
         j -= 1;
     }
@@ -1005,7 +1085,9 @@ mod tests {
         }
     }
 
-    /// The AVX2 build of the binning gives the same bins, bit for bit, as the portable one.
+    /// The portable and AVX2 builds of the binning, on all references and on every
+    /// `SAMPLE_STRIDE`-th one, give the bins of adding the (sampled) references one by one,
+    /// bit for bit.
     #[cfg(target_arch = "x86_64")]
     #[test]
     fn avx2_binning_matches_the_portable_binning() {
@@ -1028,20 +1110,63 @@ mod tests {
                     (lo.min(r.min() + r.max()), hi.max(r.min() + r.max()))
                 });
             let scale = bin_scale(cmax - cmin);
-            let mut portable = [[EMPTY_BIN; BINS]; 3];
-            bin_refs_any(&refs, cmin, scale, &mut portable);
-            let mut fast = [[EMPTY_BIN; BINS]; 3];
-            // SAFETY: the CPU supports AVX2 (checked above).
-            unsafe { bin_refs_avx2(&refs, cmin, scale, &mut fast) };
-            for axis in 0..3 {
-                for i in 0..BINS {
-                    let (a, b) = (&portable[axis][i], &fast[axis][i]);
-                    assert_eq!(a.count, b.count, "{count} refs, axis {axis} bin {i}");
-                    let bits = |v: Vec3A| v.to_array().map(f32::to_bits);
-                    assert_eq!(bits(a.min), bits(b.min));
-                    assert_eq!(bits(a.max), bits(b.max));
+            for stride in [1, SAMPLE_STRIDE] {
+                let mut portable = [[EMPTY_BIN; BINS]; 3];
+                bin_refs_any(&refs, stride, cmin, scale, &mut portable);
+                let mut fast = [[EMPTY_BIN; BINS]; 3];
+                // SAFETY: the CPU supports AVX2 (checked above).
+                unsafe { bin_refs_avx2(&refs, stride, cmin, scale, &mut fast) };
+                // The sample: every stride-th reference, binned one by one.
+                let mut sample = [[EMPTY_BIN; BINS]; 3];
+                for r in refs.iter().step_by(stride) {
+                    bin_one(&mut sample, r, cmin, scale);
+                }
+                for axis in 0..3 {
+                    for i in 0..BINS {
+                        let (a, b) = (&portable[axis][i], &fast[axis][i]);
+                        let c = &sample[axis][i];
+                        let what = format!("{count} refs, stride {stride}, axis {axis} bin {i}");
+                        assert_eq!((a.count, b.count), (c.count, c.count), "{what}");
+                        let bits = |v: Vec3A| v.to_array().map(f32::to_bits);
+                        assert_eq!((bits(a.min), bits(b.min)), (bits(c.min), bits(c.min)));
+                        assert_eq!((bits(a.max), bits(b.max)), (bits(c.max), bits(c.max)));
+                    }
                 }
             }
+        }
+    }
+
+    /// The partition keeps each reference on the side its centroid says, and with bounds
+    /// it returns each side's exact box and centroid bounds.
+    #[test]
+    fn partition_returns_the_sides_and_their_bounds() {
+        let mut rng = Rng(0x1234_5678_9abc_def1);
+        for count in [1usize, 2, 3, 10, 333, 5000] {
+            let refs: Vec<PrimRef> = (0..count as u32)
+                .map(|prim| {
+                    let mut c = || (rng.next() % 10_000) as f32 / 10.0;
+                    let a = Vec3A::new(c(), c(), c());
+                    PrimRef::new(a, a + Vec3A::new(c(), c(), c()) * 0.01, prim, 1)
+                })
+                .collect();
+            let t = 1000.0;
+            let left = |c: Vec3A| c.y <= t;
+            let mut parted = refs.clone();
+            let (n, lc, rc, lb, rb) = partition_with_bounds::<true>(&mut parted, left);
+            let centre = |r: &PrimRef| r.min() + r.max();
+            assert!(parted[..n].iter().all(|r| left(centre(r))), "{count}");
+            assert!(parted[n..].iter().all(|r| !left(centre(r))), "{count}");
+            assert_eq!(n, refs.iter().filter(|r| left(centre(r))).count());
+            assert_eq!(lb, bounds(&parted[..n]));
+            assert_eq!(rb, bounds(&parted[n..]));
+            let centroid_bounds = |refs: &[PrimRef]| {
+                refs.iter()
+                    .fold((Vec3A::INFINITY, Vec3A::NEG_INFINITY), |(lo, hi), r| {
+                        (lo.min(centre(r)), hi.max(centre(r)))
+                    })
+            };
+            assert_eq!(lc, centroid_bounds(&parted[..n]));
+            assert_eq!(rc, centroid_bounds(&parted[n..]));
         }
     }
 
