@@ -183,25 +183,32 @@ impl Pack {
         // the rotations that put one of its copies of V2 there.
         let centre = self.verts[2];
         debug_assert!(centre != FREE_VERTEX);
-        let is_centre = [tri[0] == centre, tri[1] == centre, tri[2] == centre];
-        if is_centre == [false; 3] {
+        // is_centre bit j: tri[j] == centre
+        let is_centre = (tri[0] == centre) as usize
+            | ((tri[1] == centre) as usize) << 1
+            | ((tri[2] == centre) as usize) << 2;
+        if is_centre == 0 {
             return None;
         }
+        // Node vertex `at[j]` is free or already holds tri[j].
+        let fits = |at: usize, j: usize| {
+            let v = self.verts[at];
+            v == FREE_VERTEX || v == tri[j]
+        };
         for k in 0..4 {
             if self.slot_used(k) {
                 continue;
             }
             for r in 0..3 {
-                // Mesh vertex j sits at node vertex `ROTATED[k][r][j]`; V2 gets j = CENTRE_J.
-                if !is_centre[CENTRE_J[k][r]] {
+                // Mesh vertex j sits at node vertex `ROTATED[k][r][j]`; V2 gets j = CENTRE_J,
+                // which holds the centre already: the other two vertices decide.
+                let jc = CENTRE_J[k][r];
+                if is_centre >> jc & 1 == 0 {
                     continue;
                 }
                 let at = ROTATED[k][r];
-                let fits = (0..3).all(|j| {
-                    let v = self.verts[at[j]];
-                    v == FREE_VERTEX || v == tri[j]
-                });
-                if fits {
+                let (j1, j2) = ((jc + 1) % 3, (jc + 2) % 3);
+                if fits(at[j1], j1) && fits(at[j2], j2) {
                     for j in 0..3 {
                         self.verts[at[j]] = tri[j];
                     }
