@@ -668,11 +668,18 @@ type F16Box = ([u16; 6], ([f32; 3], [f32; 3]));
 
 /// A box stored in an FP16 node: its binary16 bits `[min.xyz, max.xyz]` (min rounded toward
 /// -inf, max toward +inf) and the f32 box the hardware sees.
-#[inline]
+#[inline(always)]
 fn f16_box(min: Vec3A, max: Vec3A) -> F16Box {
-    if let Some(out) = f16_box_normal(min, max) {
-        return out;
+    match f16_box_normal(min, max) {
+        Some(out) => out,
+        None => f16_box_general(min, max),
     }
+}
+
+/// [`f16_box`] one bound at a time (subnormal, huge or zero bounds).
+#[cold]
+#[inline(never)]
+fn f16_box_general(min: Vec3A, max: Vec3A) -> F16Box {
     let (x0, x0f) = f16_directed(min.x, false);
     let (y0, y0f) = f16_directed(min.y, false);
     let (z0, z0f) = f16_directed(min.z, false);
