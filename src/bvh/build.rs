@@ -11,7 +11,7 @@
 //! references, so the result does not depend on how rayon schedules the work; the range
 //! structure fills the node array exactly (no holes).
 //!
-//! Large nodes (at least [`SAMPLED_BINNING`] references) choose their split from bins of
+//! Large nodes (at least `SAMPLED_BINNING` references) choose their split from bins of
 //! every `SAMPLE_STRIDE`-th reference (as Embree-style builders do at the top levels: the
 //! SAH of the dragon, bunny and sponza stays within 1 %), and take their children's exact
 //! bounds from the partition pass.
@@ -23,7 +23,7 @@ use bytemuck::{Pod, Zeroable};
 use glam::{Vec3A, Vec3Swizzles};
 use rayon::prelude::*;
 
-/// Binned SAH: bins per axis (a power of two: see [`bin_of`]).
+/// Binned SAH: bins per axis (a power of two: see `bin_of`).
 pub const BINS: usize = 16;
 const _: () = assert!(BINS.is_power_of_two());
 /// Subtrees with at least this many references are split across rayon tasks.
