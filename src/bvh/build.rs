@@ -11,6 +11,11 @@
 //! references, so the result does not depend on how rayon schedules the work; the range
 //! structure fills the node array exactly (no holes).
 //!
+//! Large nodes (at least `SAMPLED_BINNING` references) choose their split from bins of
+//! every `SAMPLE_STRIDE`-th reference (as Embree-style builders do at the top levels: the
+//! SAH of the dragon, bunny and sponza stays within 1 %), and take their children's exact
+//! bounds from the partition pass.
+//!
 //! Hot loop: no heap allocation per node. Bins live on the stack, references are partitioned
 //! in place, small nodes sort keys and indices on the stack.
 
@@ -18,7 +23,7 @@ use bytemuck::{Pod, Zeroable};
 use glam::{Vec3A, Vec3Swizzles};
 use rayon::prelude::*;
 
-/// Binned SAH: bins per axis (a power of two: see [`bin_of`]).
+/// Binned SAH: bins per axis (a power of two: see `bin_of`).
 pub const BINS: usize = 16;
 const _: () = assert!(BINS.is_power_of_two());
 /// Subtrees with at least this many references are split across rayon tasks.
@@ -28,6 +33,11 @@ const PARALLEL_BINNING: usize = 1 << 16;
 /// Below this depth of the binary tree the split is by binned SAH; deeper (only on
 /// pathological inputs) it is an object median split, which bounds the depth.
 const MAX_SAH_DEPTH: u32 = 64;
+/// Nodes with at least this many references are binned on every `SAMPLE_STRIDE`-th
+/// reference only; their partition pass computes the exact bounds of both sides.
+const SAMPLED_BINNING: usize = 1 << 12;
+/// See [`SAMPLED_BINNING`].
+const SAMPLE_STRIDE: usize = 4;
 /// Nodes with at most this many references get an exact SAH sweep instead of bins.
 const SMALL_NODE: usize = 12;
 /// Inner nodes over at least this many references record their 4-wide subtree sizes
@@ -312,11 +322,19 @@ fn build_rec(
     };
     let (left_side, right_side, left_count) = match binned {
         Some((axis, bin, lmin, lmax, rmin, rmax)) => {
-            let scale = bin_scale(extent);
-            let (left, lc, rc) = partition(refs, |r| {
-                bin_of((r.min() + r.max() - cmin) * scale)[axis] <= bin
-            });
-            ((lmin, lmax, Some(lc)), (rmin, rmax, Some(rc)), left)
+            // bin_of((c - cmin) * scale)[axis] <= bin, as one compare.
+            let t = Vec3A::splat(bin_threshold(cmin, bin_scale(extent), axis, bin));
+            let mask = 1 << axis;
+            let left = |c: Vec3A| c.cmple(t).bitmask() & mask != 0;
+            if m >= SAMPLED_BINNING {
+                // The bins saw a sample: the sides' bounds come from the partition.
+                let (left, lc, rc, (lmin, lmax), (rmin, rmax)) =
+                    partition_with_bounds::<true>(refs, left);
+                ((lmin, lmax, Some(lc)), (rmin, rmax, Some(rc)), left)
+            } else {
+                let (left, lc, rc, _, _) = partition_with_bounds::<false>(refs, left);
+                ((lmin, lmax, Some(lc)), (rmin, rmax, Some(rc)), left)
+            }
         }
         None => {
             // All centroids coincide, or the tree is suspiciously deep: object median split on
@@ -499,12 +517,18 @@ fn best_binned_split(
         return None;
     }
     let scale = bin_scale(extent);
+    let stride = if refs.len() >= SAMPLED_BINNING {
+        SAMPLE_STRIDE
+    } else {
+        1
+    };
     let bins = if refs.len() >= PARALLEL_BINNING {
-        // Chunks of a fixed size, merged exactly: the same bins for any thread count.
+        // Chunks of a fixed size (a multiple of the stride), merged exactly: the same bins
+        // for any thread count.
         refs.par_chunks(PARALLEL_BINNING / 4)
             .map(|chunk| {
                 let mut bins = [[EMPTY_BIN; BINS]; 3];
-                bin_refs(chunk, cmin, scale, &mut bins);
+                bin_refs(chunk, stride, cmin, scale, &mut bins);
                 bins
             })
             .reduce(
@@ -516,7 +540,7 @@ fn best_binned_split(
             )
     } else {
         let mut bins = [[EMPTY_BIN; BINS]; 3];
-        bin_refs(refs, cmin, scale, &mut bins);
+        bin_refs(refs, stride, cmin, scale, &mut bins);
         bins
     };
     let mut best: Option<(f32, usize, usize)> = None;
@@ -591,7 +615,58 @@ fn merge_bins(a: &mut Bins, b: &Bins) {
 
 /// Bins `refs` on all three axes (`scale` 0 on an axis without extent) into `out` (empty
 /// bins).
-fn bin_refs(refs: &[PrimRef], cmin: Vec3A, scale: Vec3A, out: &mut Bins) {
+fn bin_refs(refs: &[PrimRef], stride: usize, cmin: Vec3A, scale: Vec3A, out: &mut Bins) {
+    #[cfg(target_arch = "x86_64")]
+    if avx2() {
+        // SAFETY: the CPU supports AVX2.
+        unsafe { bin_refs_avx2(refs, stride, cmin, scale, out) };
+        return;
+    }
+    bin_refs_any(refs, stride, cmin, scale, out);
+}
+
+/// Whether this CPU runs the AVX2 builds of the hot loops (x86-64 only).
+#[cfg(target_arch = "x86_64")]
+#[inline]
+fn avx2() -> bool {
+    std::is_x86_feature_detected!("avx2")
+}
+
+/// [`bin_refs_any`] compiled for AVX2: the same f32 operations (min, max, add, sub, mul, one
+/// rounding each; Rust never contracts to FMA), so the same bins; VEX encoding saves the
+/// register copies of two-operand SSE.
+///
+/// # Safety
+/// The CPU must support AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
+unsafe fn bin_refs_avx2(
+    refs: &[PrimRef],
+    stride: usize,
+    cmin: Vec3A,
+    scale: Vec3A,
+    out: &mut Bins,
+) {
+    bin_refs_any(refs, stride, cmin, scale, out);
+}
+
+#[inline(always)]
+fn bin_refs_any(refs: &[PrimRef], stride: usize, cmin: Vec3A, scale: Vec3A, out: &mut Bins) {
+    if stride > 1 {
+        // Every `stride`-th reference, alternating the two sets of bins as below.
+        let mut odd = [[EMPTY_BIN; BINS]; 3];
+        let mut i = 0;
+        while i + stride < refs.len() {
+            bin_one(out, &refs[i], cmin, scale);
+            bin_one(&mut odd, &refs[i + stride], cmin, scale);
+            i += 2 * stride;
+        }
+        if i < refs.len() {
+            bin_one(out, &refs[i], cmin, scale);
+        }
+        merge_bins(out, &odd);
+        return;
+    }
     // Two sets of bins, for even and odd references: neighbouring references often fall in
     // the same bins, and alternating sets halves the chains of dependent loads and stores.
     // Merging is exact (min, max and counts), so the result does not change.
@@ -624,6 +699,18 @@ fn bin_refs(refs: &[PrimRef], cmin: Vec3A, scale: Vec3A, out: &mut Bins) {
     merge_bins(out, &odd);
 }
 
+/// Adds reference `r` to its bins on all three axes.
+#[inline(always)]
+fn bin_one(bins: &mut Bins, r: &PrimRef, cmin: Vec3A, scale: Vec3A) {
+    let b = bin_of((r.min() + r.max() - cmin) * scale);
+    for axis in 0..3 {
+        let bin = &mut bins[axis][b[axis]];
+        bin.min = bin.min.min(r.min());
+        bin.max = bin.max.max(r.max());
+        bin.count += 1;
+    }
+}
+
 /// Exact SAH split of a small node: sorts the references by centroid on each axis and
 /// sweeps all `m - 1` positions; leaves `refs` in the order of the best axis.
 ///
@@ -632,6 +719,27 @@ fn bin_refs(refs: &[PrimRef], cmin: Vec3A, scale: Vec3A, out: &mut Bins) {
 /// again from the last order if it is not the last; the sorts run on (key, index) pairs on
 /// the stack and `refs` is permuted once at the end.
 fn small_split(refs: &mut [PrimRef]) -> (Vec3A, Vec3A, Vec3A, Vec3A, usize) {
+    #[cfg(target_arch = "x86_64")]
+    if avx2() {
+        // SAFETY: the CPU supports AVX2.
+        return unsafe { small_split_avx2(refs) };
+    }
+    small_split_any(refs)
+}
+
+/// [`small_split_any`] compiled for AVX2 (the same f32 operations: the same split, see
+/// [`bin_refs_avx2`]).
+///
+/// # Safety
+/// The CPU must support AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
+unsafe fn small_split_avx2(refs: &mut [PrimRef]) -> (Vec3A, Vec3A, Vec3A, Vec3A, usize) {
+    small_split_any(refs)
+}
+
+#[inline(always)]
+fn small_split_any(refs: &mut [PrimRef]) -> (Vec3A, Vec3A, Vec3A, Vec3A, usize) {
     let m = refs.len();
     debug_assert!((2..=SMALL_NODE).contains(&m));
     if m == 2 {
@@ -717,31 +825,115 @@ fn sort_on_keys(order: &mut [u8], keys: &[f32; SMALL_NODE]) {
     }
 }
 
-/// Moves the references for which `left` holds to the front; returns how many there are
-/// and the (doubled) centroid bounds of both sides, gathered in the same pass.
+/// The largest doubled centroid coordinate `c` on `axis` (from `cmin[axis]` up, infinity
+/// included) whose bin, as the binning computes it (`bin_of((c - cmin) * scale)[axis]`), is
+/// at most `bin`.
+///
+/// The bin never decreases as `c` grows (subtracting a constant, multiplying by a
+/// non-negative one, the clamp and the truncation are each monotone in f32, and the NaN of
+/// `0 * inf` at `c == cmin` gives bin 0, the least), so the references of bins `0..=bin` are
+/// exactly those with `c <= threshold`: a bisection over the ordered f32 bit patterns finds
+/// it with the binning's own arithmetic.
+fn bin_threshold(cmin: Vec3A, scale: Vec3A, axis: usize, bin: usize) -> f32 {
+    // Finite and infinite f32 in order as u32 keys (NaNs fall outside ordered(-inf)..=
+    // ordered(inf)).
+    let ordered = |x: f32| {
+        let b = x.to_bits();
+        if b >> 31 == 1 {
+            !b
+        } else {
+            b | 0x8000_0000
+        }
+    };
+    let value = |k: u32| f32::from_bits(if k >> 31 == 1 { k & 0x7fff_ffff } else { !k });
+    let left = |k: u32| bin_of((Vec3A::splat(value(k)) - cmin) * scale)[axis] <= bin;
+    let (first, last) = (ordered(cmin[axis]), ordered(f32::INFINITY));
+    debug_assert!(left(first));
+    // The threshold is within a few units in the last place of the bins' boundary in
+    // centroid space, `cmin + (bin + 1) / scale`: search a window of keys around it first
+    // (the invariant is checked, so an estimate that is off only costs the full range).
+    const WINDOW: u32 = 64;
+    let estimate = cmin[axis] + (bin + 1) as f32 / scale[axis];
+    let (mut lo, mut hi) = if estimate.is_nan() {
+        (first, last)
+    } else {
+        let k = ordered(estimate);
+        (
+            k.saturating_sub(WINDOW).clamp(first, last),
+            k.saturating_add(WINDOW).clamp(first, last),
+        )
+    };
+    if !left(lo) {
+        lo = first;
+    }
+    if left(hi) {
+        hi = last;
+        if left(hi) {
+            return f32::INFINITY;
+        }
+    }
+    // left(lo) and !left(hi).
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if left(mid) {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    value(lo)
+}
+
+/// Moves the references whose (doubled) centroid `c = min + max` satisfies `left(c)` to the
+/// front; returns how many there are and the centroid bounds of both sides, gathered in the
+/// same pass.
+/// With `BOUNDS`, also the bounds of both sides (else infinite empty boxes).
 #[allow(clippy::type_complexity)]
-fn partition(
+#[inline(always)]
+fn partition_with_bounds<const BOUNDS: bool>(
     refs: &mut [PrimRef],
-    left: impl Fn(&PrimRef) -> bool,
-) -> (usize, (Vec3A, Vec3A), (Vec3A, Vec3A)) {
+    left: impl Fn(Vec3A) -> bool,
+) -> (
+    usize,
+    (Vec3A, Vec3A),
+    (Vec3A, Vec3A),
+    (Vec3A, Vec3A),
+    (Vec3A, Vec3A),
+) {
     let (mut lmin, mut lmax) = (Vec3A::INFINITY, Vec3A::NEG_INFINITY);
     let (mut rmin, mut rmax) = (Vec3A::INFINITY, Vec3A::NEG_INFINITY);
+    let (mut llo, mut lhi) = (Vec3A::INFINITY, Vec3A::NEG_INFINITY);
+    let (mut rlo, mut rhi) = (Vec3A::INFINITY, Vec3A::NEG_INFINITY);
     let (mut i, mut j) = (0usize, refs.len());
     loop {
-        while i < j && left(&refs[i]) {
+        while i < j {
             let c = refs[i].min() + refs[i].max();
+            if !left(c) {
+                break;
+            }
             lmin = lmin.min(c);
             lmax = lmax.max(c);
+            if BOUNDS {
+                llo = llo.min(refs[i].min());
+                lhi = lhi.max(refs[i].max());
+            }
             i += 1;
         }
-        while i < j && !left(&refs[j - 1]) {
+        while i < j {
             let c = refs[j - 1].min() + refs[j - 1].max();
+            if left(c) {
+                break;
+            }
             rmin = rmin.min(c);
             rmax = rmax.max(c);
+            if BOUNDS {
+                rlo = rlo.min(refs[j - 1].min());
+                rhi = rhi.max(refs[j - 1].max());
+            }
             j -= 1;
         }
         if i >= j {
-            return (i, (lmin, lmax), (rmin, rmax));
+            return (i, (lmin, lmax), (rmin, rmax), (llo, lhi), (rlo, rhi));
         }
         // refs[i] goes right, refs[j - 1] goes left.
         refs.swap(i, j - 1);
@@ -751,6 +943,12 @@ fn partition(
         let c = refs[j - 1].min() + refs[j - 1].max();
         rmin = rmin.min(c);
         rmax = rmax.max(c);
+        if BOUNDS {
+            llo = llo.min(refs[i].min());
+            lhi = lhi.max(refs[i].max());
+            rlo = rlo.min(refs[j - 1].min());
+            rhi = rhi.max(refs[j - 1].max());
+        }
         i += 1;
         j -= 1;
     }
@@ -814,8 +1012,9 @@ mod tests {
         }
     }
 
-    /// The stack-key small split (and its two-reference shortcut) leaves the references in
-    /// the same order, with the same split, as the swap-based reference, ties included.
+    /// The stack-key small split (and its two-reference shortcut), portable and AVX2 builds,
+    /// leaves the references in the same order, with the same split, as the swap-based
+    /// reference, ties included.
     #[test]
     fn small_split_matches_the_reference_order() {
         let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
@@ -828,13 +1027,146 @@ mod tests {
                     PrimRef::new(a, a + e, prim, 1)
                 })
                 .collect();
-            let (mut fast, mut slow) = (refs.clone(), refs);
+            let (mut fast, mut portable, mut slow) = (refs.clone(), refs.clone(), refs);
+            // The dispatching entry (AVX2 where the CPU has it) and the portable build.
             let (lmin, lmax, rmin, rmax, left) = small_split(&mut fast);
+            let portable_split = small_split_any(&mut portable);
             assert_eq!(left, small_split_reference(&mut slow), "case {case}");
             let order = |r: &[PrimRef]| r.iter().map(|r| r.prim()).collect::<Vec<_>>();
             assert_eq!(order(&fast), order(&slow), "case {case}");
+            assert_eq!(order(&portable), order(&slow), "case {case}");
             assert_eq!((lmin, lmax), bounds(&slow[..left]));
             assert_eq!((rmin, rmax), bounds(&slow[left..]));
+            assert_eq!(
+                portable_split,
+                (lmin, lmax, rmin, rmax, left),
+                "case {case}"
+            );
+        }
+    }
+
+    /// The partition's one compare against `bin_threshold` sends every centroid to the side
+    /// its bin (as the binning computes it) says, on random and on boundary centroids, for
+    /// wide, narrow and subnormal extents (an infinite scale included).
+    #[test]
+    fn bin_threshold_matches_the_bins() {
+        let mut rng = Rng(0x5851_f42d_4c95_7f2d);
+        let mut unit = || (rng.next() >> 40) as f32 / (1u64 << 24) as f32;
+        for case in 0..20_000 {
+            let cmin = Vec3A::new(unit() * 200.0 - 100.0, unit() - 0.5, unit() * 1e-3);
+            let extent = match case % 4 {
+                0 => Vec3A::new(unit() * 100.0 + 1e-3, unit() * 1e-3 + 1e-9, 1.0),
+                1 => Vec3A::new(1e-40, 1e-30, unit() * 1e6 + 1.0),
+                2 => Vec3A::splat(unit() * 10.0 + 1e-6),
+                _ => Vec3A::new(f32::MIN_POSITIVE, unit(), 3.0),
+            };
+            let scale = bin_scale(extent);
+            let axis = case % 3;
+            let bin = case / 3 % (BINS - 1);
+            let t = bin_threshold(cmin, scale, axis, bin);
+            let check = |c: f32| {
+                let binned = bin_of((Vec3A::splat(c) - cmin) * scale)[axis] <= bin;
+                assert_eq!(c <= t, binned, "case {case}: c {c} t {t} bin {bin}");
+            };
+            for _ in 0..8 {
+                check(cmin[axis] + extent[axis] * unit());
+            }
+            check(cmin[axis]);
+            check(cmin[axis] + extent[axis]);
+            if t.is_finite() {
+                check(t);
+                check(f32::from_bits(t.to_bits().wrapping_add(if t > 0.0 {
+                    1
+                } else {
+                    u32::MAX
+                })));
+                check(t.next_up());
+            }
+        }
+    }
+
+    /// The portable and AVX2 builds of the binning, on all references and on every
+    /// `SAMPLE_STRIDE`-th one, give the bins of adding the (sampled) references one by one,
+    /// bit for bit.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn avx2_binning_matches_the_portable_binning() {
+        if !avx2() {
+            return;
+        }
+        let mut rng = Rng(0xda94_2042_e4dd_58b5);
+        for count in [1usize, 7, 31, 32, 33, 1000, 5001] {
+            let refs: Vec<PrimRef> = (0..count as u32)
+                .map(|prim| {
+                    let mut c = || (rng.next() % 100_000) as f32 / 7.0 - 5000.0;
+                    let a = Vec3A::new(c(), c(), c());
+                    let e = Vec3A::new(c(), c(), c()).abs() * 0.01;
+                    PrimRef::new(a, a + e, prim, 1)
+                })
+                .collect();
+            let (cmin, cmax) = refs
+                .iter()
+                .fold((Vec3A::INFINITY, Vec3A::NEG_INFINITY), |(lo, hi), r| {
+                    (lo.min(r.min() + r.max()), hi.max(r.min() + r.max()))
+                });
+            let scale = bin_scale(cmax - cmin);
+            for stride in [1, SAMPLE_STRIDE] {
+                let mut portable = [[EMPTY_BIN; BINS]; 3];
+                bin_refs_any(&refs, stride, cmin, scale, &mut portable);
+                let mut fast = [[EMPTY_BIN; BINS]; 3];
+                // SAFETY: the CPU supports AVX2 (checked above).
+                unsafe { bin_refs_avx2(&refs, stride, cmin, scale, &mut fast) };
+                // The sample: every stride-th reference, binned one by one.
+                let mut sample = [[EMPTY_BIN; BINS]; 3];
+                for r in refs.iter().step_by(stride) {
+                    bin_one(&mut sample, r, cmin, scale);
+                }
+                for axis in 0..3 {
+                    for i in 0..BINS {
+                        let (a, b) = (&portable[axis][i], &fast[axis][i]);
+                        let c = &sample[axis][i];
+                        let what = format!("{count} refs, stride {stride}, axis {axis} bin {i}");
+                        assert_eq!((a.count, b.count), (c.count, c.count), "{what}");
+                        let bits = |v: Vec3A| v.to_array().map(f32::to_bits);
+                        assert_eq!((bits(a.min), bits(b.min)), (bits(c.min), bits(c.min)));
+                        assert_eq!((bits(a.max), bits(b.max)), (bits(c.max), bits(c.max)));
+                    }
+                }
+            }
+        }
+    }
+
+    /// The partition keeps each reference on the side its centroid says, and with bounds
+    /// it returns each side's exact box and centroid bounds.
+    #[test]
+    fn partition_returns_the_sides_and_their_bounds() {
+        let mut rng = Rng(0x1234_5678_9abc_def1);
+        for count in [1usize, 2, 3, 10, 333, 5000] {
+            let refs: Vec<PrimRef> = (0..count as u32)
+                .map(|prim| {
+                    let mut c = || (rng.next() % 10_000) as f32 / 10.0;
+                    let a = Vec3A::new(c(), c(), c());
+                    PrimRef::new(a, a + Vec3A::new(c(), c(), c()) * 0.01, prim, 1)
+                })
+                .collect();
+            let t = 1000.0;
+            let left = |c: Vec3A| c.y <= t;
+            let mut parted = refs.clone();
+            let (n, lc, rc, lb, rb) = partition_with_bounds::<true>(&mut parted, left);
+            let centre = |r: &PrimRef| r.min() + r.max();
+            assert!(parted[..n].iter().all(|r| left(centre(r))), "{count}");
+            assert!(parted[n..].iter().all(|r| !left(centre(r))), "{count}");
+            assert_eq!(n, refs.iter().filter(|r| left(centre(r))).count());
+            assert_eq!(lb, bounds(&parted[..n]));
+            assert_eq!(rb, bounds(&parted[n..]));
+            let centroid_bounds = |refs: &[PrimRef]| {
+                refs.iter()
+                    .fold((Vec3A::INFINITY, Vec3A::NEG_INFINITY), |(lo, hi), r| {
+                        (lo.min(centre(r)), hi.max(centre(r)))
+                    })
+            };
+            assert_eq!(lc, centroid_bounds(&parted[..n]));
+            assert_eq!(rc, centroid_bounds(&parted[n..]));
         }
     }
 

@@ -183,25 +183,32 @@ impl Pack {
         // the rotations that put one of its copies of V2 there.
         let centre = self.verts[2];
         debug_assert!(centre != FREE_VERTEX);
-        let is_centre = [tri[0] == centre, tri[1] == centre, tri[2] == centre];
-        if is_centre == [false; 3] {
+        // is_centre bit j: tri[j] == centre
+        let is_centre = (tri[0] == centre) as usize
+            | ((tri[1] == centre) as usize) << 1
+            | ((tri[2] == centre) as usize) << 2;
+        if is_centre == 0 {
             return None;
         }
+        // Node vertex `at[j]` is free or already holds tri[j].
+        let fits = |at: usize, j: usize| {
+            let v = self.verts[at];
+            v == FREE_VERTEX || v == tri[j]
+        };
         for k in 0..4 {
             if self.slot_used(k) {
                 continue;
             }
             for r in 0..3 {
-                // Mesh vertex j sits at node vertex `ROTATED[k][r][j]`; V2 gets j = CENTRE_J.
-                if !is_centre[CENTRE_J[k][r]] {
+                // Mesh vertex j sits at node vertex `ROTATED[k][r][j]`; V2 gets j = CENTRE_J,
+                // which holds the centre already: the other two vertices decide.
+                let jc = CENTRE_J[k][r];
+                if is_centre >> jc & 1 == 0 {
                     continue;
                 }
                 let at = ROTATED[k][r];
-                let fits = (0..3).all(|j| {
-                    let v = self.verts[at[j]];
-                    v == FREE_VERTEX || v == tri[j]
-                });
-                if fits {
+                let (j1, j2) = ((jc + 1) % 3, (jc + 2) % 3);
+                if fits(at[j1], j1) && fits(at[j2], j2) {
                     for j in 0..3 {
                         self.verts[at[j]] = tri[j];
                     }
@@ -287,27 +294,67 @@ fn fingerprint(v: VertexBits) -> u32 {
         ^ z.wrapping_mul(0xC2B2_AE3D).rotate_left(22)
 }
 
-/// A leaf triangle's vertex bit patterns (mesh order) and their fingerprints.
-#[derive(Clone, Copy)]
-struct LeafVertices {
-    bits: [VertexBits; 3],
-    fingerprints: [u32; 3],
-}
-
 /// Leaves packed as one independent run: the leaves of the whole tree are cut into runs of
 /// this many, packed in parallel; a run's triangles never share a node with another run's
 /// (so the image is the same for any thread count).
 const PACK_RUN: usize = 1 << 14;
 
-/// The triangle nodes of a run of leaves and, per leaf of the run, (pack index within the
-/// run, slot k).
-type Run = (Vec<Pack>, Vec<(u32, u8)>);
+/// The triangle nodes of a run of leaves, already encoded.
+#[derive(Default)]
+struct Run {
+    /// Node bytes in packing order; word@60 is the IJ control word (the writer replaces it
+    /// in mode 0, where it depends on the node's ordinal in the whole image).
+    nodes: Vec<TriangleNode>,
+    /// Per node: the primitive id in each slot, `u32::MAX` when the slot is unused.
+    prims: Vec<[u32; 4]>,
+    /// Per leaf of the run: `4 * (node index within the run) + slot k`.
+    place: Vec<u32>,
+    /// `histogram[i]`: nodes of the run holding i triangles.
+    histogram: [usize; 5],
+}
+
+impl Run {
+    fn with_capacity(nodes: usize, leaves: usize) -> Run {
+        Run {
+            nodes: Vec::with_capacity(nodes),
+            prims: Vec::with_capacity(nodes),
+            place: Vec::with_capacity(leaves),
+            histogram: [0; 5],
+        }
+    }
+
+    /// Appends the finished `pack`.
+    fn push(&mut self, pack: &Pack) {
+        let mut ij = IjControl(0);
+        for (k, &(prim, r)) in pack.used.iter().enumerate() {
+            if prim != u32::MAX {
+                ij = ij.with_nibble(k, IJ_NIBBLES[k][r as usize]);
+            }
+        }
+        self.nodes.push(TriangleNode {
+            vertices: pack.verts.map(vertex_f32),
+            word: ij.0,
+        });
+        self.prims.push(pack.used.map(|(prim, _)| prim));
+        self.histogram[pack.count as usize] += 1;
+    }
+}
+
+/// `IJ_NIBBLES[k][r]`: the IJ nibble of slot k holding a triangle with rotation r.
+static IJ_NIBBLES: std::sync::LazyLock<[[u8; 3]; 4]> = std::sync::LazyLock::new(|| {
+    std::array::from_fn(|k| {
+        let hw = TRIANGLE_VERTICES[k];
+        std::array::from_fn(|r| {
+            let order = std::array::from_fn(|j| hw[(j + r) % 3]);
+            ij_nibble(k, order).expect("a rotation of the slot")
+        })
+    })
+});
 
 /// The triangle nodes of all runs of leaves.
 struct Packing {
-    /// Per run: its packs and, per leaf of the run, (pack index within the run, slot k).
     runs: Vec<Run>,
-    /// Per run: the index (triangle node ordinal) of its first pack.
+    /// Per run: the index (triangle node ordinal) of its first node.
     first: Vec<u32>,
 }
 
@@ -315,91 +362,130 @@ impl Packing {
     fn new(runs: Vec<Run>) -> Packing {
         let mut first = Vec::with_capacity(runs.len());
         let mut total = 0u32;
-        for (packs, _) in &runs {
+        for run in &runs {
             first.push(total);
-            total += packs.len() as u32;
+            total += run.nodes.len() as u32;
         }
         Packing { runs, first }
     }
 
     /// Number of packs (triangle nodes).
     fn len(&self) -> usize {
-        self.runs.iter().map(|(packs, _)| packs.len()).sum()
+        self.runs.iter().map(|run| run.nodes.len()).sum()
     }
 
     /// The pack (triangle node ordinal) and slot of leaf `l`.
+    #[inline]
     fn place(&self, l: u32) -> (u32, u8) {
         let run = l as usize / PACK_RUN;
-        let (p, k) = self.runs[run].1[l as usize % PACK_RUN];
-        (self.first[run] + p, k)
+        let place = self.runs[run].place[l as usize % PACK_RUN];
+        (self.first[run] + (place >> 2), (place & 3) as u8)
     }
 
-    /// All packs in ordinal order.
-    fn iter(&self) -> impl Iterator<Item = &Pack> {
-        self.runs.iter().flat_map(|(packs, _)| packs.iter())
+    /// All triangle nodes in ordinal order.
+    fn nodes(&self) -> impl Iterator<Item = &TriangleNode> {
+        self.runs.iter().flat_map(|run| run.nodes.iter())
+    }
+
+    /// Per triangle slot `4 * o + k`: the primitive id, or `u32::MAX`.
+    fn slot_primitives(&self) -> Vec<u32> {
+        let mut out = Vec::with_capacity(4 * self.len());
+        for run in &self.runs {
+            out.extend_from_slice(bytemuck::cast_slice(&run.prims));
+        }
+        out
     }
 }
 
-/// Packs a run of leaves (in order) into triangle nodes. Returns the packs and, per leaf,
-/// its (pack, slot k).
-fn pack_leaves(leaves: &[u32], mesh: &Mesh, max_per_node: u8) -> Run {
-    let mut packs: Vec<Pack> = Vec::with_capacity(leaves.len() / 2 + 1);
-    let mut place = Vec::with_capacity(leaves.len());
-    // Vertex bit patterns of the current leaf and at least the next `PACK_WINDOW` ones (the
-    // look-ahead), leaf l at `ring[l % RING]`, read from the mesh once each.
-    const RING: usize = 2 * PACK_WINDOW;
-    let leaf_vertices = |l: usize| {
-        let [a, b, c] = mesh.triangle(leaves[l]);
+/// Look-ahead state of [`pack_leaves`]: the vertices of the current leaf and of at least
+/// the next `PACK_WINDOW` leaves, leaf l at entry `l % RING`, read from the mesh once each.
+struct Ring {
+    bits: [[VertexBits; 3]; RING],
+    /// `fingerprints[j][i]` and `fingerprints[j][i + RING]`: the fingerprint of vertex j of
+    /// entry i (twice, so that any `PACK_WINDOW` consecutive entries are one load).
+    fingerprints: [[u32; 2 * RING]; 3],
+}
+
+const RING: usize = 2 * PACK_WINDOW;
+
+impl Ring {
+    #[inline]
+    fn fill(&mut self, l: usize, mesh: &Mesh, prim: u32) {
+        let [a, b, c] = mesh.triangle(prim);
         let bits = [vertex_bits(a), vertex_bits(b), vertex_bits(c)];
         debug_assert!(!bits.contains(&FREE_VERTEX));
-        LeafVertices {
-            bits,
-            fingerprints: [
-                fingerprint(bits[0]),
-                fingerprint(bits[1]),
-                fingerprint(bits[2]),
-            ],
+        let i = l % RING;
+        self.bits[i] = bits;
+        for j in 0..3 {
+            let f = fingerprint(bits[j]);
+            self.fingerprints[j][i] = f;
+            self.fingerprints[j][i + RING] = f;
         }
-    };
-    let n = leaves.len();
-    let mut ring = [LeafVertices {
-        bits: [FREE_VERTEX; 3],
-        fingerprints: [0; 3],
-    }; RING];
-    for l in 0..PACK_WINDOW.min(n) {
-        ring[l % RING] = leaf_vertices(l);
     }
-    // Fingerprint of the centre (V2, set when a node is opened and never changed) of pack
-    // p at `centres[p % PACK_WINDOW]`, for the packs of the window.
+}
+
+/// Packs a run of leaves (in order) into triangle nodes.
+///
+/// A leaf joins the first of the last `PACK_WINDOW` opened nodes it fits in (`Pack::
+/// try_place`), or opens a node with itself in slot 0, rotated so that the vertex shared
+/// with most of the next `PACK_WINDOW` leaves becomes V2, the vertex all four slots share.
+/// Only the window's nodes are kept open (as vertex bit patterns); a node leaving the
+/// window is encoded.
+fn pack_leaves(leaves: &[u32], mesh: &Mesh, max_per_node: u8) -> Run {
+    let n = leaves.len();
+    let mut run = Run::with_capacity(n / 2 + 1, n);
+    let mut ring = Ring {
+        bits: [[FREE_VERTEX; 3]; RING],
+        fingerprints: [[0; 2 * RING]; 3],
+    };
+    for l in 0..PACK_WINDOW.min(n) {
+        ring.fill(l, mesh, leaves[l]);
+    }
+    // The open nodes: node p at `open[p % PACK_WINDOW]` for the last `PACK_WINDOW` ones,
+    // with the fingerprint of its centre (V2, set when it is opened and never changed) at
+    // `centres[p % PACK_WINDOW]`.
+    let mut open = [EMPTY_PACK; PACK_WINDOW];
     let mut centres = [0u32; PACK_WINDOW];
+    let mut opened = 0usize;
     for (leaf, &prim) in leaves.iter().enumerate() {
         if leaf % PACK_WINDOW == 0 {
             // The next `PACK_WINDOW` leaves, read in one batch so that the (scattered) mesh
-            // reads overlap.
+            // reads overlap; the batch after it has its positions prefetched (through its
+            // indices, prefetched one batch earlier).
             for l in leaf + PACK_WINDOW..(leaf + 2 * PACK_WINDOW).min(n) {
-                ring[l % RING] = leaf_vertices(l);
+                ring.fill(l, mesh, leaves[l]);
+            }
+            for l in leaf + 2 * PACK_WINDOW..(leaf + 3 * PACK_WINDOW).min(n) {
+                for v in mesh.indices[leaves[l] as usize] {
+                    prefetch(&mesh.positions[v as usize]);
+                }
+            }
+            for l in leaf + 3 * PACK_WINDOW..(leaf + 4 * PACK_WINDOW).min(n) {
+                prefetch(&mesh.indices[leaves[l] as usize]);
             }
         }
-        let tri = ring[leaf % RING];
+        let i = leaf % RING;
+        let tri = ring.bits[i];
+        let f = [0, 1, 2].map(|j| ring.fingerprints[j][i]);
         let mut placed = None;
         if max_per_node > 1 {
-            let lo = packs.len().saturating_sub(PACK_WINDOW);
-            // Window packs whose centre may be a vertex of this triangle (every slot uses
-            // V2, so no other pack can take it): bit i stands for pack `lo + i`.
+            let lo = opened.saturating_sub(PACK_WINDOW);
+            // Window nodes whose centre may be a vertex of this triangle (every slot uses
+            // V2, so no other node can take it): bit i stands for node `lo + i`.
             // candidates bit i = centres[i] is one of the three fingerprints.
-            let [f0, f1, f2] = [0, 1, 2].map(|j| wide::u32x8::splat(tri.fingerprints[j]));
+            let [f0, f1, f2] = f.map(wide::u32x8::splat);
             let c = wide::u32x8::new(centres);
             let mut candidates = (c.simd_eq(f0) | c.simd_eq(f1) | c.simd_eq(f2)).to_bitmask();
             let w = PACK_WINDOW as u32;
             let rot = (lo % PACK_WINDOW) as u32;
             candidates = ((candidates >> rot) | (candidates << (w - rot))) & ((1 << w) - 1);
-            candidates &= (1u32 << (packs.len() - lo)) - 1;
+            candidates &= (1u32 << (opened - lo)) - 1;
             while candidates != 0 {
                 let p = lo + candidates.trailing_zeros() as usize;
                 candidates &= candidates - 1;
-                let pack = &mut packs[p];
+                let pack = &mut open[p % PACK_WINDOW];
                 if pack.count < max_per_node {
-                    if let Some(k) = pack.try_place(&tri.bits, prim) {
+                    if let Some(k) = pack.try_place(&tri, prim) {
                         placed = Some((p, k));
                         break;
                     }
@@ -407,21 +493,33 @@ fn pack_leaves(leaves: &[u32], mesh: &Mesh, max_per_node: u8) -> Run {
             }
         }
         let (p, k) = placed.unwrap_or_else(|| {
-            // Open a node with the triangle in slot 0, rotated so that the vertex shared
-            // with most of the next few leaves becomes V2, the vertex all four slots share.
             let mut best_r = 0;
             if max_per_node > 1 {
-                let mut best_count = 0;
-                // counts[j]: look-ahead triangles with this triangle's vertex j.
-                let mut counts = [0usize; 3];
-                for t in (leaf + 1..(leaf + 1 + PACK_WINDOW).min(n)).map(|l| &ring[l % RING]) {
-                    for (j, count) in counts.iter_mut().enumerate() {
-                        let f = tri.fingerprints[j];
-                        if t.fingerprints.contains(&f) && t.bits.contains(&tri.bits[j]) {
-                            *count += 1;
-                        }
+                // counts[j]: look-ahead leaves with this triangle's vertex j.
+                // ahead bit t = leaf + 1 + t < n
+                let ahead = (1u32 << (n - leaf - 1).min(PACK_WINDOW)) - 1;
+                let s = (leaf + 1) % RING;
+                let window = |j: usize| {
+                    wide::u32x8::new(
+                        ring.fingerprints[j][s..s + PACK_WINDOW]
+                            .try_into()
+                            .expect("a window of the ring"),
+                    )
+                };
+                let [w0, w1, w2] = [window(0), window(1), window(2)];
+                let mut counts = [0u32; 3];
+                for (j, count) in counts.iter_mut().enumerate() {
+                    // matches bit t = look-ahead leaf t has a vertex with fingerprint f[j]
+                    let fj = wide::u32x8::splat(f[j]);
+                    let mut matches =
+                        (w0.simd_eq(fj) | w1.simd_eq(fj) | w2.simd_eq(fj)).to_bitmask() & ahead;
+                    while matches != 0 {
+                        let t = matches.trailing_zeros() as usize;
+                        matches &= matches - 1;
+                        *count += ring.bits[(leaf + 1 + t) % RING].contains(&tri[j]) as u32;
                     }
                 }
+                let mut best_count = 0;
                 for r in 0..3 {
                     let count = counts[(5 - r) % 3];
                     if count > best_count {
@@ -430,26 +528,46 @@ fn pack_leaves(leaves: &[u32], mesh: &Mesh, max_per_node: u8) -> Run {
                     }
                 }
             }
+            let slot = opened % PACK_WINDOW;
+            if opened >= PACK_WINDOW {
+                run.push(&open[slot]);
+            }
             let mut pack = EMPTY_PACK;
             let hw = TRIANGLE_VERTICES[0];
             for j in 0..3 {
-                pack.verts[hw[(j + best_r) % 3]] = tri.bits[j];
+                pack.verts[hw[(j + best_r) % 3]] = tri[j];
             }
             pack.used[0] = (prim, best_r as u8);
             pack.count = 1;
-            centres[packs.len() % PACK_WINDOW] = fingerprint(pack.verts[2]);
-            packs.push(pack);
-            (packs.len() - 1, 0)
+            centres[slot] = fingerprint(pack.verts[2]);
+            open[slot] = pack;
+            opened += 1;
+            (opened - 1, 0)
         });
-        place.push((p as u32, k as u8));
+        run.place.push(4 * p as u32 + k as u32);
     }
-    (packs, place)
+    for p in opened.saturating_sub(PACK_WINDOW)..opened {
+        run.push(&open[p % PACK_WINDOW]);
+    }
+    run
 }
 
-/// One pack per cluster, in leaf order; leaf l is pointed at with type `count - 1`.
-fn cluster_packs(leaves: &[u32], mesh: &Mesh, clusters: &[Cluster]) -> (Vec<Pack>, Vec<(u32, u8)>) {
-    let mut packs = Vec::with_capacity(leaves.len());
-    let mut place = Vec::with_capacity(leaves.len());
+/// A hint to bring `value`'s cache line in (no effect on results).
+#[inline(always)]
+fn prefetch<T>(value: &T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: prefetching never faults, whatever the address.
+    unsafe {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        _mm_prefetch::<_MM_HINT_T0>((value as *const T).cast());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = value;
+}
+
+/// One node per cluster, in leaf order; leaf l is pointed at with type `count - 1`.
+fn cluster_packs(leaves: &[u32], mesh: &Mesh, clusters: &[Cluster]) -> Run {
+    let mut run = Run::with_capacity(leaves.len(), leaves.len());
     for (l, &ci) in leaves.iter().enumerate() {
         let c = &clusters[ci as usize];
         let mut pack = EMPTY_PACK;
@@ -468,10 +586,10 @@ fn cluster_packs(leaves: &[u32], mesh: &Mesh, clusters: &[Cluster]) -> (Vec<Pack
             pack.used[k] = (prim, r);
         }
         pack.count = c.count;
-        packs.push(pack);
-        place.push((l as u32, c.count - 1));
+        run.push(&pack);
+        run.place.push(4 * l as u32 + c.count as u32 - 1);
     }
-    (packs, place)
+    run
 }
 
 /// The binary16 bit pattern of `x` rounded toward -inf (`up` false) or +inf (`up` true):
@@ -545,13 +663,23 @@ fn f16_directed(x: f32, up: bool) -> (u16, f32) {
     }
 }
 
+/// The binary16 bits `[min.xyz, max.xyz]` of a box and the f32 box they stand for.
+type F16Box = ([u16; 6], ([f32; 3], [f32; 3]));
+
 /// A box stored in an FP16 node: its binary16 bits `[min.xyz, max.xyz]` (min rounded toward
 /// -inf, max toward +inf) and the f32 box the hardware sees.
-#[inline]
-fn f16_box(min: Vec3A, max: Vec3A) -> ([u16; 6], ([f32; 3], [f32; 3])) {
-    if let (Some((lo, lof)), Some((hi, hif))) = (f16_lanes(min, false), f16_lanes(max, true)) {
-        return ([lo[0], lo[1], lo[2], hi[0], hi[1], hi[2]], (lof, hif));
+#[inline(always)]
+fn f16_box(min: Vec3A, max: Vec3A) -> F16Box {
+    match f16_box_normal(min, max) {
+        Some(out) => out,
+        None => f16_box_general(min, max),
     }
+}
+
+/// [`f16_box`] one bound at a time (subnormal, huge or zero bounds).
+#[cold]
+#[inline(never)]
+fn f16_box_general(min: Vec3A, max: Vec3A) -> F16Box {
     let (x0, x0f) = f16_directed(min.x, false);
     let (y0, y0f) = f16_directed(min.y, false);
     let (z0, z0f) = f16_directed(min.z, false);
@@ -561,43 +689,62 @@ fn f16_box(min: Vec3A, max: Vec3A) -> ([u16; 6], ([f32; 3], [f32; 3])) {
     ([x0, y0, z0, x1, y1, z1], ([x0f, y0f, z0f], [x1f, y1f, z1f]))
 }
 
-/// The short path of [`f16_directed`] on the three lanes of `v` at once, `None` unless all
-/// three take it (2^-14 <= |c| < 65504).
-#[inline]
-fn f16_lanes(v: Vec3A, up: bool) -> Option<([u16; 3], [f32; 3])> {
+/// The bit patterns of x, y, z, and 1.0 in the fourth lane (which passes the range check of
+/// [`f16_box_normal`]).
+#[inline(always)]
+fn box_lane_bits(v: Vec3A) -> wide::i32x4 {
     use wide::i32x4;
-    let c = v.to_array();
-    let bits = i32x4::new([
-        c[0].to_bits() as i32,
-        c[1].to_bits() as i32,
-        c[2].to_bits() as i32,
-        0x3f80_0000,
-    ]);
-    let abs = bits & i32x4::splat(0x7fff_ffff);
-    // abs >= 2^-14 and abs < 65504 on every lane.
-    let below = abs.simd_lt(i32x4::splat(0x3880_0000));
-    let above = abs.simd_gt(i32x4::splat(0x477f_dfff));
-    if (below | above).to_bitmask() != 0 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let bits: i32x4 = bytemuck::cast(std::arch::x86_64::__m128::from(v));
+        (bits & i32x4::new([-1, -1, -1, 0])) | i32x4::new([0, 0, 0, 0x3f80_0000])
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let [x, y, z] = v.to_array().map(|c| c.to_bits() as i32);
+        i32x4::new([x, y, z, 0x3f80_0000])
+    }
+}
+
+/// The short path of [`f16_directed`] on the six bounds at once, `None` unless all six take
+/// it (2^-14 <= |c| < 65504).
+#[inline(always)]
+fn f16_box_normal(min: Vec3A, max: Vec3A) -> Option<F16Box> {
+    use wide::i32x4;
+    let (lo, hi) = (box_lane_bits(min), box_lane_bits(max));
+    let magnitude = i32x4::splat(0x7fff_ffff);
+    // outside = abs < 2^-14 || abs >= 65504, per lane
+    let outside = |bits: i32x4| {
+        let abs = bits & magnitude;
+        abs.simd_lt(i32x4::splat(0x3880_0000)) | abs.simd_gt(i32x4::splat(0x477f_dfff))
+    };
+    if (outside(lo) | outside(hi)).to_bitmask() != 0 {
         return None;
     }
-    // away = up == (x >= 0): the rounding direction points away from zero.
-    let negative = bits.simd_lt(i32x4::splat(0));
-    let away = if up { !negative } else { negative };
-    let inexact = !(bits & i32x4::splat(0x1fff)).simd_eq(i32x4::splat(0));
-    // rounded = (bits & !0x1fff) + (inexact && away) << 13
-    let rounded = (bits & i32x4::splat(!0x1fff)) + (inexact & away & i32x4::splat(0x2000));
+    // rounded = (bits & !0x1fff) + (inexact && away) << 13, where away (the rounding
+    // direction points away from zero) is x < 0 for the min and x >= 0 for the max.
+    let step = |bits: i32x4, away: i32x4| {
+        let inexact = !(bits & i32x4::splat(0x1fff)).simd_eq(i32x4::splat(0));
+        (bits & i32x4::splat(!0x1fff)) + (inexact & away & i32x4::splat(0x2000))
+    };
+    let negative = |bits: i32x4| bits.simd_lt(i32x4::splat(0));
+    let lo = step(lo, negative(lo));
+    let hi = step(hi, !negative(hi));
     // h = sign >> 16 | (|rounded| - 0x3800_0000) >> 13
-    let h: i32x4 = ((rounded >> 16_i32) & i32x4::splat(0x8000))
-        | (((rounded & i32x4::splat(0x7fff_ffff)) - i32x4::splat(0x3800_0000)) >> 13_i32);
-    let h = h.to_array();
-    let r = rounded.to_array();
+    let half = |r: i32x4| {
+        (((r >> 16_i32) & i32x4::splat(0x8000))
+            | (((r & magnitude) - i32x4::splat(0x3800_0000)) >> 13_i32))
+            .to_array()
+    };
+    let (hl, hh) = (half(lo), half(hi));
+    let (lo, hi) = (lo.to_array(), hi.to_array());
+    let value = |b: i32| f32::from_bits(b as u32);
     Some((
-        [h[0] as u16, h[1] as u16, h[2] as u16],
-        [
-            f32::from_bits(r[0] as u32),
-            f32::from_bits(r[1] as u32),
-            f32::from_bits(r[2] as u32),
-        ],
+        [hl[0], hl[1], hl[2], hh[0], hh[1], hh[2]].map(|h| h as u16),
+        (
+            [value(lo[0]), value(lo[1]), value(lo[2])],
+            [value(hi[0]), value(hi[1]), value(hi[2])],
+        ),
     ))
 }
 
@@ -757,10 +904,7 @@ pub fn encode(
     };
 
     let mut bytes = vec![0u8; blocks * 64];
-    let slot_primitive: Vec<u32> = packs
-        .iter()
-        .flat_map(|pack| pack.used.map(|(prim, _)| prim))
-        .collect();
+    let slot_primitive = packs.slot_primitives();
 
     // The child boxes of box node n as the hardware sees them, and their binary16 bits.
     let stored_boxes = |n: usize| {
@@ -792,15 +936,7 @@ pub fn encode(
         }
         half_area(lo, hi)
     };
-    // The IJ nibble of slot k holding a triangle with rotation r.
-    let nibbles: [[u8; 3]; 4] = std::array::from_fn(|k| {
-        let hw = TRIANGLE_VERTICES[k];
-        std::array::from_fn(|r| {
-            let order = std::array::from_fn(|j| hw[(j + r) % 3]);
-            ij_nibble(k, order).expect("a rotation of the slot")
-        })
-    });
-    let pack_list: Vec<&Pack> = packs.iter().collect();
+    let triangle_nodes: Vec<&TriangleNode> = packs.nodes().collect();
 
     // Node bytes, in parallel over pieces of the memory order (each piece owns the block
     // range from its first node to the next piece's first node).
@@ -826,7 +962,6 @@ pub fn encode(
         sah: f64,
         box16: usize,
         box32: usize,
-        histogram: [usize; 5],
     }
     let measured: Vec<PieceMetrics> = pieces
         .into_par_iter()
@@ -838,29 +973,11 @@ pub fn encode(
                 let offset = (item_block(item) - start) * 64;
                 if item & PACK_ITEM != 0 {
                     let o = (item & !PACK_ITEM) as usize;
-                    let pack = pack_list[o];
-                    let mut node = TriangleNode {
-                        vertices: [
-                            vertex_f32(pack.verts[0]),
-                            vertex_f32(pack.verts[1]),
-                            vertex_f32(pack.verts[2]),
-                            vertex_f32(pack.verts[3]),
-                            vertex_f32(pack.verts[4]),
-                        ],
-                        word: 0,
-                    };
-                    let mut ij = IjControl(0);
-                    for (k, &(prim, r)) in pack.used.iter().enumerate() {
-                        if prim != u32::MAX {
-                            ij = ij.with_nibble(k, nibbles[k][r as usize]);
-                        }
+                    let mut node = *triangle_nodes[o];
+                    if options.return_mode == TriangleReturnMode::TriangleId {
+                        node.word = 4 * o as u32;
                     }
-                    node.word = match options.return_mode {
-                        TriangleReturnMode::TriangleId => 4 * o as u32,
-                        TriangleReturnMode::Barycentrics => ij.0,
-                    };
                     bytes[offset..offset + 64].copy_from_slice(bytemuck::bytes_of(&node));
-                    m.histogram[pack.count as usize] += 1;
                     continue;
                 }
                 let n = item as usize;
@@ -913,8 +1030,10 @@ pub fn encode(
         sah += m.sah;
         metrics.box16_nodes += m.box16;
         metrics.box32_nodes += m.box32;
+    }
+    for run in &packs.runs {
         for i in 0..5 {
-            metrics.triangles_per_node_histogram[i] += m.histogram[i];
+            metrics.triangles_per_node_histogram[i] += run.histogram[i];
         }
     }
     metrics.triangle_nodes = packs.len();
@@ -943,7 +1062,11 @@ pub fn encode(
         leaf_chains: chains,
     };
     metrics.sah_cost = sah;
-    metrics.triangle_references = packs.iter().map(|p| p.count as usize).sum();
+    metrics.triangle_references = packs
+        .runs
+        .iter()
+        .flat_map(|run| run.histogram.iter().enumerate().map(|(i, n)| i * n))
+        .sum();
     metrics.triangles = mesh.len();
     metrics.bytes = image.bytes.len();
     metrics.finish();
@@ -1016,7 +1139,7 @@ mod tests {
                 );
             }
         }
-        // The three-lane path (taken when every lane is a normal binary16 below 65504)
+        // The six-lane path (taken when every lane is a normal binary16 below 65504)
         // agrees with the scalar one.
         let mut next = || {
             state ^= state << 13;
