@@ -670,16 +670,7 @@ fn bin_refs_any(refs: &[PrimRef], stride: usize, cmin: Vec3A, scale: Vec3A, out:
     // Two sets of bins, for even and odd references: neighbouring references often fall in
     // the same bins, and alternating sets halves the chains of dependent loads and stores.
     // Merging is exact (min, max and counts), so the result does not change.
-    let add = |bins: &mut Bins, r: &PrimRef| {
-        // Non-negative (`cmin` is the least of the same sums) and at most about `BINS`.
-        let b = bin_of((r.min() + r.max() - cmin) * scale);
-        for axis in 0..3 {
-            let bin = &mut bins[axis][b[axis]];
-            bin.min = bin.min.min(r.min());
-            bin.max = bin.max.max(r.max());
-            bin.count += 1;
-        }
-    };
+    let add = |bins: &mut Bins, r: &PrimRef| bin_one(bins, r, cmin, scale);
     if refs.len() < 2 * BINS {
         // Few references: the second set is not worth clearing and merging.
         for r in refs {
@@ -702,6 +693,7 @@ fn bin_refs_any(refs: &[PrimRef], stride: usize, cmin: Vec3A, scale: Vec3A, out:
 /// Adds reference `r` to its bins on all three axes.
 #[inline(always)]
 fn bin_one(bins: &mut Bins, r: &PrimRef, cmin: Vec3A, scale: Vec3A) {
+    // Non-negative (`cmin` is the least of the same sums) and at most about `BINS`.
     let b = bin_of((r.min() + r.max() - cmin) * scale);
     for axis in 0..3 {
         let bin = &mut bins[axis][b[axis]];
