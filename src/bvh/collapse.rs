@@ -159,18 +159,7 @@ impl Collapser<'_> {
         node_base: u32,
         leaf_base: u32,
     ) -> (usize, usize) {
-        let mut children = [0u32; 4];
-        let mut count = 0;
-        if n & LEAF != 0 {
-            children[0] = n;
-            count = 1;
-        } else {
-            let node = &self.nodes[n as usize];
-            let i = node.split[3];
-            let i = if i == 0 { 2 } else { i };
-            self.gather(node.children[0], i as usize, &mut children, &mut count);
-            self.gather(node.children[1], 4 - i as usize, &mut children, &mut count);
-        }
+        let (children, count) = self.children_of(n);
         let mut out = EMPTY_NODE;
         let mut inner = [(0usize, 0u32); 4];
         let mut inner_count = 0;
@@ -218,6 +207,26 @@ impl Collapser<'_> {
 
     /// Appends the binary child references that fill `k` slots for subtree `n` (each
     /// becomes a slot).
+    /// The up to four children of the box node that binary child reference `n` becomes:
+    /// `n` itself when it is a leaf, else the subtrees its collapse choice gathers.
+    fn children_of(&self, n: u32) -> ([u32; 4], usize) {
+        let mut children = [0u32; 4];
+        let mut count = 0;
+        if n & LEAF != 0 {
+            children[0] = n;
+            count = 1;
+        } else {
+            let node = &self.nodes[n as usize];
+            let i = match node.split[3] {
+                0 => 2,
+                i => i as usize,
+            };
+            self.gather(node.children[0], i, &mut children, &mut count);
+            self.gather(node.children[1], 4 - i, &mut children, &mut count);
+        }
+        (children, count)
+    }
+
     fn gather(&self, n: u32, k: usize, out: &mut [u32; 4], count: &mut usize) {
         let split = if n & LEAF != 0 {
             0
@@ -240,24 +249,12 @@ mod tests {
     use super::*;
     use crate::bvh::build::build_binary;
 
-    /// The collapse as first written: one serial depth-first walk pushing nodes and leaves.
+    /// The layout as first written: one serial depth-first walk pushing nodes and leaves
+    /// (the collapse choice itself, `children_of`, is shared).
     fn emit_reference(c: &Collapser, out: &mut (Vec<Node4>, Vec<u32>), n: u32) -> u32 {
         let index = out.0.len() as u32;
         out.0.push(EMPTY_NODE);
-        let mut children = [0u32; 4];
-        let mut count = 0;
-        if n & LEAF != 0 {
-            children[0] = n;
-            count = 1;
-        } else {
-            let node = &c.nodes[n as usize];
-            let i = match node.split[3] {
-                0 => 2,
-                i => i as usize,
-            };
-            c.gather(node.children[0], i, &mut children, &mut count);
-            c.gather(node.children[1], 4 - i, &mut children, &mut count);
-        }
+        let (children, count) = c.children_of(n);
         let mut inner = Vec::new();
         for (s, &child) in children[..count].iter().enumerate() {
             out.0[index as usize].sources[s] = child;

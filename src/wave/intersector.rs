@@ -865,17 +865,21 @@ impl BvhMemory<'_> {
 mod tests {
     use super::*;
 
-    /// The mask `box_query` returns names exactly the entries it wrote that are children,
-    /// sorted or not, on seeded random boxes (some inverted, some slots empty) and rays.
-    #[test]
-    fn box_query_mask_names_the_valid_entries() {
-        let mut state = 0x5EED_u64;
-        let mut next = move || {
+    /// Seeded xorshift64 generator for the tests below.
+    fn xorshift(mut state: u64) -> impl FnMut() -> u64 {
+        move || {
             state ^= state << 13;
             state ^= state >> 7;
             state ^= state << 17;
             state
-        };
+        }
+    }
+
+    /// The mask `box_query` returns names exactly the entries it wrote that are children,
+    /// sorted or not, on seeded random boxes (some inverted, some slots empty) and rays.
+    #[test]
+    fn box_query_mask_names_the_valid_entries() {
+        let mut next = xorshift(0x5EED_u64);
         let mut unit = move || (next() >> 40) as f32 / (1u64 << 24) as f32 * 4.0 - 2.0;
         let mut seen = [0u32; 5];
         for case in 0..20_000u32 {
@@ -932,13 +936,7 @@ mod tests {
         if !std::is_x86_feature_detected!("avx2") {
             return;
         }
-        let mut state = 0x9E37_79B9_7F4A_7C15_u64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut next = xorshift(0x9E37_79B9_7F4A_7C15_u64);
         let value = |r: u64| -> f32 {
             match r % 128 {
                 0 => 0.0,
@@ -955,7 +953,7 @@ mod tests {
             for _ in 0..2 {
                 let mut bytes = [0u8; 128];
                 for c in 0..4 {
-                    let ptr = if next() % 5 == 0 {
+                    let ptr = if next().is_multiple_of(5) {
                         INVALID
                     } else {
                         0x100 + c as u32
@@ -963,7 +961,7 @@ mod tests {
                     bytes[4 * c..4 * c + 4].copy_from_slice(&ptr.to_le_bytes());
                     for a in 0..3 {
                         let (p, q) = (value(next()), value(next()));
-                        let (lo, hi) = if next() % 64 == 0 {
+                        let (lo, hi) = if next().is_multiple_of(64) {
                             (p.max(q), p.min(q))
                         } else {
                             (p.min(q), p.max(q))
@@ -975,14 +973,14 @@ mod tests {
                 }
                 nodes.push(DecodedBox::from_box32(&bytes));
                 let dir = [0; 3].map(|_| {
-                    if next() % 8 == 0 {
+                    if next().is_multiple_of(8) {
                         0.0
                     } else {
                         value(next() | 4)
                     }
                 });
                 rays.push(LaneRay {
-                    extent: if next() % 4 == 0 { 0.5 } else { 100.0 },
+                    extent: if next().is_multiple_of(4) { 0.5 } else { 100.0 },
                     origin: [0; 3].map(|_| value(next() & !3)),
                     dir,
                     inv_dir: dir.map(|d| 1.0 / d),
