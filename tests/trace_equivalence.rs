@@ -10,7 +10,7 @@ use wavetrace::bvh::{build, closest_hit_scalar, BoxFormat, BuildOptions, Mesh};
 use wavetrace::counters::Counters;
 use wavetrace::hw::TriangleReturnMode;
 use wavetrace::math::{Hit, Ray};
-use wavetrace::traverse::{PrimitiveIds, WaveTracer, WaveTracerConfig};
+use wavetrace::traverse::{PrimitiveIds, SimdPath, WaveTracer, WaveTracerConfig};
 use wavetrace::wave::{Tracer, WaveWidth};
 
 /// A seeded soup: random small triangles in a box, plus a grid of shared-edge triangles
@@ -148,16 +148,73 @@ fn wave_tracer_matches_the_scalar_traversal() {
         let built = build(&mesh, opts).unwrap();
         assert_eq!(built.image.leaf_chains, opts.leaf_chains);
         for wave in [WaveWidth::W32, WaveWidth::W64] {
-            let tracer = WaveTracer::new(
-                &built.image,
-                &mesh,
-                WaveTracerConfig {
+            // Every build of the wave loop this CPU runs (the portable one always).
+            for simd in [SimdPath::Portable, SimdPath::Avx2] {
+                if !simd.is_supported() {
+                    continue;
+                }
+                let tracer = WaveTracer::new(
+                    &built.image,
+                    &mesh,
+                    WaveTracerConfig {
+                        wave,
+                        simd,
+                        ..Default::default()
+                    },
+                );
+                let n = if k == 0 { rays.len() } else { 4000 };
+                assert_same(&tracer, &built.image, &mesh, &rays[..n]);
+            }
+        }
+    }
+}
+
+/// The portable and AVX2 builds of the wave loop: identical hits, per-ray clocks and
+/// counters (the AVX2 build tests box lanes in pairs, and falls back lane by lane).
+#[test]
+fn every_simd_build_gives_the_same_hits_and_counters() {
+    if !SimdPath::Avx2.is_supported() {
+        eprintln!("no AVX2 on this CPU: only the portable build exists here");
+        return;
+    }
+    let mut rng = Rng(0xE0_0004);
+    let mesh = mesh(&mut rng);
+    let rays = rays(&mut rng, 20_000);
+    for opts in [
+        BuildOptions::default(),
+        BuildOptions {
+            box_format: BoxFormat::Fp32,
+            triangles_per_node: 1,
+            ..Default::default()
+        },
+    ] {
+        let built = build(&mesh, &opts).unwrap();
+        for wave in [WaveWidth::W32, WaveWidth::W64] {
+            let run = |simd: SimdPath| {
+                let config = WaveTracerConfig {
                     wave,
+                    simd,
+                    parallel: false,
                     ..Default::default()
-                },
-            );
-            let n = if k == 0 { rays.len() } else { 4000 };
-            assert_same(&tracer, &built.image, &mesh, &rays[..n]);
+                };
+                assert_eq!(config.simd.resolve(), simd);
+                let tracer = WaveTracer::new(&built.image, &mesh, config);
+                let mut hits = vec![Hit::MISS; rays.len()];
+                let mut clocks = vec![0u32; rays.len()];
+                let mut counters = Counters::default();
+                tracer.closest_hits(&rays, &mut hits, Some(&mut clocks), &mut counters);
+                let mut occluded = vec![false; rays.len()];
+                let mut any_counters = Counters::default();
+                tracer.any_hits(&rays, &mut occluded, &mut any_counters);
+                (hits, clocks, counters, occluded, any_counters)
+            };
+            let (portable, avx2) = (run(SimdPath::Portable), run(SimdPath::Avx2));
+            assert!(portable.0 == avx2.0, "hits differ");
+            assert!(portable.1 == avx2.1, "clocks differ");
+            assert!(portable.2 == avx2.2, "counters differ");
+            assert!(portable.3 == avx2.3, "any-hit results differ");
+            assert!(portable.4 == avx2.4, "any-hit counters differ");
+            assert!(portable.2.td_box_queries > 0 && portable.2.rays_hit > 0);
         }
     }
 }

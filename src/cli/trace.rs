@@ -12,7 +12,7 @@ use wavetrace::counters::Counters;
 use wavetrace::hw::peak::{SERIES_S, SERIES_X};
 use wavetrace::math::Hit;
 use wavetrace::traverse::rayfile::{encode_hits, read_rays, write_atomically};
-use wavetrace::traverse::{Strategy, WaveTracer, WaveTracerConfig};
+use wavetrace::traverse::{SimdPath, Strategy, WaveTracer, WaveTracerConfig};
 use wavetrace::wave::{Tracer, WaveWidth};
 use wavetrace::{Error, Result};
 
@@ -25,6 +25,23 @@ pub enum TargetArg {
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum TraversalArg {
     FullStack,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum SimdArg {
+    Auto,
+    Portable,
+    Avx2,
+}
+
+impl SimdArg {
+    fn path(self) -> SimdPath {
+        match self {
+            SimdArg::Auto => SimdPath::Auto,
+            SimdArg::Portable => SimdPath::Portable,
+            SimdArg::Avx2 => SimdPath::Avx2,
+        }
+    }
 }
 
 #[derive(clap::Args)]
@@ -54,6 +71,10 @@ pub struct TraceArgs {
     /// Write the report (counters, timings) as JSON here.
     #[arg(long)]
     pub stats: Option<PathBuf>,
+    /// Build of the wave loop: auto (the fastest this CPU has), portable or avx2.
+    /// Hits and counters are the same for every build.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub simd: SimdArg,
     /// Write the instruction's own t (t_num / t_denom) instead of recomputing the hit
     /// triangle's plane distance in f64 (see `bvh::plane_distance_f64`).
     #[arg(long)]
@@ -74,6 +95,8 @@ struct Stats<'a> {
     /// Tracing only, seconds.
     trace_seconds: f64,
     threads: usize,
+    /// The build of the wave loop that ran (`portable` or `avx2`).
+    simd: &'static str,
     /// The merged counters (also inside `report`).
     counters: &'a Counters,
     report: &'a Report,
@@ -88,6 +111,13 @@ pub fn run(args: TraceArgs) -> Result<i32> {
         .num_threads(threads)
         .build()
         .map_err(|e| Error::Other(format!("cannot start {threads} threads: {e}")))?;
+    let simd = args.simd.path();
+    if !simd.is_supported() {
+        return Err(Error::field(
+            "--simd",
+            format!("{} needs CPU features this machine lacks", simd.name()),
+        ));
+    }
     let mesh = Mesh::load_obj(&args.mesh)?;
     let rays = read_rays(&args.rays)?;
     let start = Instant::now();
@@ -104,6 +134,7 @@ pub fn run(args: TraceArgs) -> Result<i32> {
             TraversalArg::FullStack => Strategy::FullStack,
         },
         parallel: threads > 1,
+        simd,
     };
     let tracer = WaveTracer::new(&built.image, &mesh, config);
     let mut hits = vec![Hit::MISS; rays.len()];
@@ -127,12 +158,13 @@ pub fn run(args: TraceArgs) -> Result<i32> {
         &config.console,
     );
     println!(
-        "{}: {} triangles, BVH built in {:.3} s; {}: traced in {:.3} s",
+        "{}: {} triangles, BVH built in {:.3} s; {}: traced in {:.3} s ({} build)",
         args.mesh.display(),
         mesh.len(),
         build_seconds,
         args.rays.display(),
-        trace_seconds
+        trace_seconds,
+        config.simd.resolve().name()
     );
     print!("{}", report.table());
     if let Some(path) = &args.stats {
@@ -145,6 +177,7 @@ pub fn run(args: TraceArgs) -> Result<i32> {
             build_seconds,
             trace_seconds,
             threads,
+            simd: config.simd.resolve().name(),
             counters: &counters,
             report: &report,
         };

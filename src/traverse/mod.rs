@@ -19,7 +19,7 @@ mod tracer;
 
 pub use chains::LeafChains;
 pub use stack::FullStack;
-pub use tracer::{Strategy, WaveTracer, WaveTracerConfig};
+pub use tracer::{SimdPath, Strategy, WaveTracer, WaveTracerConfig};
 
 /// Maps an accepted triangle (its pointer and the instruction's four dwords) to the
 /// application's primitive id (`u32::MAX` for none).
@@ -46,6 +46,7 @@ use crate::wave::intersector::box_query_pair;
 use crate::wave::intersector::{box_query, LaneRay, TriangleBatch, TriangleRay, INVALID, LANES};
 use crate::wave::lanes::ray_is_active;
 use crate::wave::{td, InstructionCost, LaneStatus, Wave, WaveIntersector};
+use wide::u32x4;
 
 /// A traversal strategy: the per-lane part of a traversal shader.
 ///
@@ -201,6 +202,12 @@ pub struct LaneOutput {
     pub clocks: u32,
 }
 
+/// The wave loop's builds (the `SIMD` parameter of [`WaveRun::trace_wave_on`]): portable
+/// (`wide` only) and AVX2 (box lanes in pairs).
+pub(crate) const SIMD_PORTABLE: u8 = 0;
+/// See [`SIMD_PORTABLE`].
+pub(crate) const SIMD_AVX2: u8 = 1;
+
 /// What every wave of a dispatch shares: the instruction, the traversal shader, the root
 /// node, the primitive-id map and the query.
 pub struct WaveRun<'a, T, P: ?Sized> {
@@ -238,16 +245,16 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
         out: &mut [LaneOutput],
         counters: &mut Counters,
     ) {
-        self.trace_wave_on::<W, false>(wave_index, rays, wave, out, counters);
+        self.trace_wave_on::<W, SIMD_PORTABLE>(wave_index, rays, wave, out, counters);
     }
 
-    /// [`Self::trace_wave`]; with `AVX2`, box lanes are tested two at a time
-    /// ([`box_query_pair`]: the same results).
+    /// [`Self::trace_wave`] in one of the loop's vector builds: with [`SIMD_AVX2`], box lanes
+    /// are tested two at a time ([`box_query_pair`]); the results are the same.
     ///
-    /// `AVX2 = true` only from code that runs after checking that the CPU has AVX2 (the
-    /// tracer's AVX2 build of the loop).
+    /// `SIMD` above [`SIMD_PORTABLE`] only from code that runs after checking that the CPU
+    /// has the features (the tracer's builds of the loop).
     #[inline(always)]
-    pub(crate) fn trace_wave_on<const W: usize, const AVX2: bool>(
+    pub(crate) fn trace_wave_on<const W: usize, const SIMD: u8>(
         &self,
         wave_index: u64,
         rays: &[Ray],
@@ -305,12 +312,21 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
             }
             // Box lanes first, then the rest: grouping lanes by node type keeps the branches
             // predictable (lanes are independent, so the order does not change any result).
-            let mut boxes = 0u64;
-            for (i, node) in wave.node.iter().enumerate() {
-                boxes |= ((node & 6 == 4) as u64) << i;
-            }
+            let boxes = box_pointer_mask(&wave.node);
             let mut box_lanes = exec & boxes;
             exec &= !boxes;
+            // Lane i consumes the result of its box query.
+            macro_rules! consume {
+                ($i:expr, $node:expr, $b:expr, $children:expr, $valid:expr) => {{
+                    cost.box_queries += 1;
+                    cost.aabb_useful += $b.useful_slots();
+                    let lane = &mut wave.state[$i];
+                    lane.hit.clocks += 1;
+                    let next = traversal.after_box_masked(&mut lane.trav, $node, $children, $valid);
+                    max_depth = max_depth.max(traversal.stack_depth(&lane.trav));
+                    go_on(wave, intersector, prim_id, $i, next);
+                }};
+            }
             while box_lanes != 0 {
                 let i = box_lanes.trailing_zeros() as usize;
                 box_lanes &= box_lanes - 1;
@@ -319,28 +335,15 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
                     exec |= 1 << i;
                     continue;
                 };
-                // Lane i consumes the result of its box query.
-                macro_rules! consume {
-                    ($i:expr, $node:expr, $b:expr, $children:expr, $valid:expr) => {{
-                        cost.box_queries += 1;
-                        cost.aabb_useful += $b.useful_slots();
-                        let lane = &mut wave.state[$i];
-                        lane.hit.clocks += 1;
-                        let next =
-                            traversal.after_box_masked(&mut lane.trav, $node, $children, $valid);
-                        max_depth = max_depth.max(traversal.stack_depth(&lane.trav));
-                        go_on(wave, intersector, prim_id, $i, next);
-                    }};
-                }
                 #[cfg(target_arch = "x86_64")]
-                if AVX2 && box_lanes != 0 {
+                if SIMD >= SIMD_AVX2 && box_lanes != 0 {
                     // Pair lane i with the next box lane.
                     let j = box_lanes.trailing_zeros() as usize;
                     let node_j = wave.node[j];
                     if let Some(b_j) = intersector.cached_box_of_box_pointer(node_j) {
                         let (mut ci, mut cj) = ([0u32; 4], [0u32; 4]);
                         let rays = [&wave.ray[i], &wave.ray[j]];
-                        // SAFETY: AVX2 is set only where the CPU has AVX2 (see above).
+                        // SAFETY: SIMD_AVX2 is set only where the CPU has AVX2.
                         let pair = unsafe {
                             box_query_pair([b, b_j], rays, grow, sort, [&mut ci, &mut cj])
                         };
@@ -410,6 +413,27 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
             *o = wave.state[i].hit.output(counters);
         }
     }
+}
+
+/// Bit i set = `nodes[i]` is a box pointer (type 4 or 5): four lanes per vector compare
+/// (the scalar loop costs about four host instructions a lane, on every step of a wave).
+#[inline(always)]
+fn box_pointer_mask(nodes: &[u32]) -> u64 {
+    debug_assert!(nodes.len() <= 64);
+    let (six, four) = (u32x4::splat(6), u32x4::splat(4));
+    let chunks = nodes.chunks_exact(4);
+    let rest = chunks.remainder();
+    let mut mask = 0u64;
+    for (c, chunk) in chunks.enumerate() {
+        let v = u32x4::new([chunk[0], chunk[1], chunk[2], chunk[3]]);
+        let m = (v & six).simd_eq(four).to_bitmask();
+        mask |= (m as u64) << (4 * c);
+    }
+    let base = nodes.len() - rest.len();
+    for (i, node) in rest.iter().enumerate() {
+        mask |= ((node & 6 == 4) as u64) << (base + i);
+    }
+    mask
 }
 
 /// Triangle tests gathered across lanes, with each one's lane and node pointer.
@@ -546,4 +570,32 @@ pub fn is_child(p: u32) -> bool {
 #[inline]
 pub fn node_type(p: u32) -> NodeType {
     NodePointer::from_u32(p).node_type()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn box_pointer_mask_marks_types_4_and_5() {
+        // Every node type in every position, for lengths with and without a remainder.
+        let mut state = 0x9e37_79b9u32;
+        for len in [0usize, 1, 3, 4, 7, 32, 61, 64] {
+            for _ in 0..200 {
+                let nodes: Vec<u32> = (0..len)
+                    .map(|_| {
+                        state ^= state << 13;
+                        state ^= state >> 17;
+                        state ^= state << 5;
+                        state
+                    })
+                    .collect();
+                let expected = nodes.iter().enumerate().fold(0u64, |m, (i, &p)| {
+                    let ty = NodePointer::from_u32(p).node_type();
+                    m | ((matches!(ty, NodeType::BoxF32 | NodeType::BoxF16) as u64) << i)
+                });
+                assert_eq!(box_pointer_mask(&nodes), expected, "len {len}");
+            }
+        }
+    }
 }

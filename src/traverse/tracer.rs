@@ -6,9 +6,11 @@
 //! per-block counters are merged in block order, so hits and counters are identical for any
 //! number of threads.
 
+#[cfg(target_arch = "x86_64")]
+use super::SIMD_AVX2;
 use super::{
     hit_from_dwords, FullStack, LaneOutput, LaneState, LeafChains, PrimitiveIds, Query, Traversal,
-    WaveRun,
+    WaveRun, SIMD_PORTABLE,
 };
 use crate::bvh::query::barycentrics_f64;
 use crate::bvh::{BvhImage, Mesh};
@@ -48,6 +50,56 @@ impl Strategy {
     }
 }
 
+/// Which build of the wave loop runs. Every build gives the same hits and counters; they
+/// differ in speed only.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize)]
+pub enum SimdPath {
+    /// The fastest build this CPU supports.
+    #[default]
+    Auto,
+    /// `wide` only (SSE2 on x86-64, NEON on aarch64).
+    Portable,
+    /// x86-64 with AVX2: box lanes tested in pairs.
+    Avx2,
+}
+
+impl SimdPath {
+    /// Name used on the command line and in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            SimdPath::Auto => "auto",
+            SimdPath::Portable => "portable",
+            SimdPath::Avx2 => "avx2",
+        }
+    }
+
+    /// Whether this CPU can run the build.
+    pub fn is_supported(self) -> bool {
+        match self {
+            SimdPath::Auto | SimdPath::Portable => true,
+            #[cfg(target_arch = "x86_64")]
+            SimdPath::Avx2 => std::is_x86_feature_detected!("avx2"),
+            #[cfg(not(target_arch = "x86_64"))]
+            SimdPath::Avx2 => false,
+        }
+    }
+
+    /// The build that runs: `Auto` becomes the fastest supported one, and a build the CPU
+    /// lacks falls back to the next slower one.
+    pub fn resolve(self) -> SimdPath {
+        let order = [SimdPath::Avx2, SimdPath::Portable];
+        let start = match self {
+            SimdPath::Auto | SimdPath::Avx2 => 0,
+            SimdPath::Portable => 1,
+        };
+        order[start..]
+            .iter()
+            .copied()
+            .find(|p| p.is_supported())
+            .unwrap_or(SimdPath::Portable)
+    }
+}
+
 /// How a [`WaveTracer`] runs.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct WaveTracerConfig {
@@ -59,6 +111,8 @@ pub struct WaveTracerConfig {
     pub strategy: Strategy,
     /// Run blocks of waves on the rayon pool (results are the same either way).
     pub parallel: bool,
+    /// The build of the wave loop (results are the same for every build).
+    pub simd: SimdPath,
 }
 
 impl Default for WaveTracerConfig {
@@ -68,6 +122,7 @@ impl Default for WaveTracerConfig {
             console: SERIES_X,
             strategy: Strategy::FullStack,
             parallel: true,
+            simd: SimdPath::Auto,
         }
     }
 }
@@ -315,7 +370,7 @@ impl WaveTracer {
     ) {
         let intersector = self.intersector();
         let block = CHUNK_WAVES * W;
-        let avx2 = cpu_has_avx2();
+        let simd = self.config.simd.resolve();
         let run_block = |(b, (rays, out)): (usize, (&[Ray], &mut [LaneOutput]))| {
             let mut local = Counters::default();
             let mut wave: Box<Wave<W, LaneState<T::Lane>>> = Box::new(Wave::new(0));
@@ -329,14 +384,12 @@ impl WaveTracer {
                 },
                 first_wave: (b * CHUNK_WAVES) as u64,
             };
-            #[cfg(target_arch = "x86_64")]
-            if avx2 {
-                // SAFETY: the CPU has AVX2 (checked at run time just above).
-                unsafe { job.run_avx2(rays, &mut wave, out, &mut local) };
-                return local;
+            match simd {
+                // SAFETY: `resolve` returns Avx2 only when the CPU has AVX2.
+                #[cfg(target_arch = "x86_64")]
+                SimdPath::Avx2 => unsafe { job.run_avx2(rays, &mut wave, out, &mut local) },
+                _ => job.run::<_, SIMD_PORTABLE>(rays, &mut wave, out, &mut local),
             }
-            let _ = avx2;
-            job.run::<_, false>(rays, &mut wave, out, &mut local);
             local
         };
         let locals: Vec<Counters> = if self.config.parallel && rays.len() > block {
@@ -376,18 +429,6 @@ impl WaveTracer {
     }
 }
 
-/// Whether this CPU runs the AVX2 build of the wave loop (x86-64 only).
-fn cpu_has_avx2() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        std::is_x86_feature_detected!("avx2")
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
-}
-
 /// Consecutive waves of one parallel block, and what they share.
 struct WaveBlock<'a, T, P: ?Sized> {
     run: WaveRun<'a, T, P>,
@@ -397,7 +438,7 @@ struct WaveBlock<'a, T, P: ?Sized> {
 impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveBlock<'_, T, P> {
     /// Traces `rays` in waves of `W` (wave indices from `first_wave`).
     #[inline(always)]
-    fn run<const W: usize, const AVX2: bool>(
+    fn run<const W: usize, const SIMD: u8>(
         &self,
         rays: &[Ray],
         wave: &mut Wave<W, LaneState<T::Lane>>,
@@ -407,7 +448,7 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveBlock<'_, T, P> {
         for (w, (rays, out)) in rays.chunks(W).zip(out.chunks_mut(W)).enumerate() {
             let index = self.first_wave + w as u64;
             self.run
-                .trace_wave_on::<W, AVX2>(index, rays, wave, out, counters);
+                .trace_wave_on::<W, SIMD>(index, rays, wave, out, counters);
         }
     }
 
@@ -426,7 +467,7 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveBlock<'_, T, P> {
         out: &mut [LaneOutput],
         counters: &mut Counters,
     ) {
-        self.run::<W, true>(rays, wave, out, counters);
+        self.run::<W, SIMD_AVX2>(rays, wave, out, counters);
     }
 }
 

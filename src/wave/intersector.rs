@@ -931,12 +931,11 @@ mod tests {
     /// (infinite inverse) and zero origins: whenever it answers, both lanes' dwords and
     /// masks are `box_query`'s; it answers for the common case and declines the rest.
     #[cfg(target_arch = "x86_64")]
-    #[test]
-    fn box_query_pair_matches_box_query() {
-        if !std::is_x86_feature_detected!("avx2") {
-            return;
-        }
-        let mut next = xorshift(0x9E37_79B9_7F4A_7C15_u64);
+    /// `n` random lanes for the multi-lane box tests: FP32 nodes on a coarse grid (ties, equal
+    /// planes), some inverted or NaN bounds and invalid slots; rays with zero direction
+    /// components (NaN products), signed zeros and two extents.
+    #[cfg(target_arch = "x86_64")]
+    fn random_box_lanes(next: &mut impl FnMut() -> u64, n: usize) -> Vec<(DecodedBox, LaneRay)> {
         let value = |r: u64| -> f32 {
             match r % 128 {
                 0 => 0.0,
@@ -946,11 +945,8 @@ mod tests {
                 _ => ((r >> 8) % 4096) as f32 / 1024.0 - 2.0,
             }
         };
-        let (mut answered, mut total) = (0, 0);
-        for case in 0..40_000u32 {
-            let mut nodes = Vec::new();
-            let mut rays = Vec::new();
-            for _ in 0..2 {
+        (0..n)
+            .map(|_| {
                 let mut bytes = [0u8; 128];
                 for c in 0..4 {
                     let ptr = if next().is_multiple_of(5) {
@@ -971,7 +967,6 @@ mod tests {
                         bytes[o + 12..o + 16].copy_from_slice(&hi.to_le_bytes());
                     }
                 }
-                nodes.push(DecodedBox::from_box32(&bytes));
                 let dir = [0; 3].map(|_| {
                     if next().is_multiple_of(8) {
                         0.0
@@ -979,21 +974,55 @@ mod tests {
                         value(next() | 4)
                     }
                 });
-                rays.push(LaneRay {
+                let ray = LaneRay {
                     extent: if next().is_multiple_of(4) { 0.5 } else { 100.0 },
                     origin: [0; 3].map(|_| value(next() & !3)),
                     dir,
                     inv_dir: dir.map(|d| 1.0 / d),
-                });
-            }
+                };
+                (DecodedBox::from_box32(&bytes), ray)
+            })
+            .collect()
+    }
+
+    /// Checks each lane's `(dwords, mask)` against the one-lane [`box_query`].
+    #[cfg(target_arch = "x86_64")]
+    fn assert_lanes_match(
+        lanes: &[(DecodedBox, LaneRay)],
+        got: &[([u32; 4], u32)],
+        grow: f32,
+        sort: bool,
+        case: u32,
+    ) {
+        for (lane, ((node, ray), got)) in lanes.iter().zip(got).enumerate() {
+            let mut expect = [0u32; 4];
+            let expect_mask = box_query(node, ray, grow, sort, &mut expect);
+            assert_eq!(
+                *got,
+                (expect, expect_mask),
+                "case {case} lane {lane} sort {sort}"
+            );
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn box_query_pair_matches_box_query() {
+        if !std::is_x86_feature_detected!("avx2") {
+            return;
+        }
+        let mut next = xorshift(0x9E37_79B9_7F4A_7C15_u64);
+        let (mut answered, mut total) = (0, 0);
+        for case in 0..40_000u32 {
+            let lanes = random_box_lanes(&mut next, 2);
             for sort in [false, true] {
                 let grow = if case % 2 == 0 { 1.0 } else { grow_factor(3) };
                 let (mut a, mut b) = ([0u32; 4], [0u32; 4]);
                 // SAFETY: AVX2 checked above.
                 let pair = unsafe {
                     box_query_pair(
-                        [&nodes[0], &nodes[1]],
-                        [&rays[0], &rays[1]],
+                        [&lanes[0].0, &lanes[1].0],
+                        [&lanes[0].1, &lanes[1].1],
                         grow,
                         sort,
                         [&mut a, &mut b],
@@ -1002,15 +1031,7 @@ mod tests {
                 total += 1;
                 let Some([va, vb]) = pair else { continue };
                 answered += 1;
-                for (lane, (out, mask)) in [(a, va), (b, vb)].into_iter().enumerate() {
-                    let mut expect = [0u32; 4];
-                    let expect_mask = box_query(&nodes[lane], &rays[lane], grow, sort, &mut expect);
-                    assert_eq!(
-                        (out, mask),
-                        (expect, expect_mask),
-                        "case {case} lane {lane} sort {sort}"
-                    );
-                }
+                assert_lanes_match(&lanes, &[(a, va), (b, vb)], grow, sort, case);
             }
         }
         // The common case is answered, the rest is declined.
