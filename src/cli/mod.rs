@@ -41,6 +41,7 @@ enum Command {
 
 /// Runs the CLI; returns the process exit code.
 pub fn main() -> i32 {
+    default_sigpipe();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Isa(a) => isa::run(a),
@@ -56,6 +57,28 @@ pub fn main() -> i32 {
         Err(e) => {
             eprintln!("error: {e}");
             2
+        }
+    }
+}
+
+/// Gives SIGPIPE its default action, so that a reader closing the pipe early (`wavetrace bvh
+/// MESH | head`) ends the process quietly, as it ends other command-line tools, instead of
+/// a panic in `println!` (Rust ignores SIGPIPE by default). Output files are unaffected:
+/// they are written to a temporary name and renamed, and SIGPIPE comes only from a write to
+/// the closed pipe.
+fn default_sigpipe() {
+    #[cfg(unix)]
+    {
+        // libc is linked into every Rust program on unix; SIGPIPE is 13 and SIG_DFL is 0 on
+        // Linux and the BSDs (macOS included).
+        unsafe extern "C" {
+            fn signal(signum: i32, handler: usize) -> usize;
+        }
+        const SIGPIPE: i32 = 13;
+        const SIG_DFL: usize = 0;
+        // SAFETY: sets the action of one signal to the default, before any thread starts.
+        unsafe {
+            signal(SIGPIPE, SIG_DFL);
         }
     }
 }
