@@ -139,3 +139,150 @@ fn peak_prints_the_tables_and_the_host_rate() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("379.6") && text.contains("31.26") && text.contains("56 TDs"));
 }
+
+/// `wavetrace bench`: both builds side by side (where the CPU has AVX2), the same TD clocks
+/// per ray as `trace` reports, the JSON rows; and clear errors for bad arguments.
+#[test]
+fn bench_compares_builds_and_reports_clocks() {
+    let dir = tempfile::tempdir().unwrap();
+    let mesh = dir.path().join("quad.obj");
+    std::fs::write(&mesh, QUAD).unwrap();
+    let rays = dir.path().join("r.rays");
+    // 100 rays through the quad (each hits one of its two triangles) and 100 past it.
+    let set: Vec<[f32; 8]> = (0..200)
+        .map(|i| {
+            let x = if i < 100 {
+                -0.9 + 0.018 * i as f32
+            } else {
+                3.0
+            };
+            [x, 0.3, 0.0, 0.0, 0.0, 1.0, 0.0, 100.0]
+        })
+        .collect();
+    std::fs::write(&rays, ray_bytes(&set)).unwrap();
+    let json = dir.path().join("b.json");
+    let out = wavetrace()
+        .args(["bench", mesh.to_str().unwrap(), "--rays"])
+        .args([
+            rays.to_str().unwrap(),
+            "--repeat",
+            "3",
+            "--simd",
+            "portable",
+            "auto",
+        ])
+        .args(["--json", json.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        table.contains("identical in every repetition and build"),
+        "{table}"
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let rows = v["rows"].as_array().unwrap();
+    // `auto` resolves to the AVX2 build where the CPU has it, else to `portable` (listed once).
+    let builds: Vec<&str> = rows.iter().map(|r| r["simd"].as_str().unwrap()).collect();
+    assert_eq!(builds[0], "portable");
+    assert!(
+        builds.len() == 1 || builds == ["portable", "avx2"],
+        "{builds:?}"
+    );
+    // The same clocks as `trace --stats` on the same rays.
+    let stats = dir.path().join("s.json");
+    let hits = dir.path().join("h.hits");
+    let trace = wavetrace()
+        .args([
+            "trace",
+            mesh.to_str().unwrap(),
+            "--rays",
+            rays.to_str().unwrap(),
+        ])
+        .args([
+            "--out",
+            hits.to_str().unwrap(),
+            "--stats",
+            stats.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(trace.status.success());
+    let s: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+    let clocks = s["counters"]["td.clocks"].as_f64().unwrap();
+    assert!(clocks > 200.0, "every ray takes at least its root query");
+    for r in rows {
+        assert_eq!(r["rays"], 200);
+        assert_eq!(r["td_clocks_per_ray"].as_f64().unwrap(), clocks / 200.0);
+        assert_eq!(r["seconds"].as_array().unwrap().len(), 3);
+        assert!(
+            r["best_rays_per_second"].as_f64().unwrap()
+                >= r["median_rays_per_second"].as_f64().unwrap()
+        );
+    }
+    // Bad arguments.
+    for (args, field) in [
+        (vec!["--repeat", "0"], "--repeat"),
+        (vec!["--wave", "48"], "--wave"),
+    ] {
+        let out = wavetrace()
+            .args([
+                "bench",
+                mesh.to_str().unwrap(),
+                "--rays",
+                rays.to_str().unwrap(),
+            ])
+            .args(&args)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        assert!(String::from_utf8_lossy(&out.stderr).contains(field));
+    }
+}
+
+/// `trace --simd portable` gives the same hit file as the default build.
+#[test]
+fn trace_simd_builds_write_the_same_hits() {
+    let dir = tempfile::tempdir().unwrap();
+    let mesh = dir.path().join("quad.obj");
+    std::fs::write(&mesh, QUAD).unwrap();
+    let rays = dir.path().join("r.rays");
+    let set: Vec<[f32; 8]> = (0..64)
+        .map(|i| [-1.2 + 0.04 * i as f32, 0.5, 0.0, 0.01, 0.0, 1.0, 0.0, 100.0])
+        .collect();
+    std::fs::write(&rays, ray_bytes(&set)).unwrap();
+    let mut files = Vec::new();
+    for simd in ["portable", "auto"] {
+        let hits = dir.path().join(format!("{simd}.hits"));
+        let out = wavetrace()
+            .args([
+                "trace",
+                mesh.to_str().unwrap(),
+                "--rays",
+                rays.to_str().unwrap(),
+            ])
+            .args(["--out", hits.to_str().unwrap(), "--simd", simd])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        files.push(std::fs::read(&hits).unwrap());
+    }
+    assert_eq!(files[0].len(), 64 * 8);
+    assert_eq!(files[0], files[1]);
+    // Some rays hit, some miss.
+    let ids: Vec<u32> = files[0]
+        .chunks(8)
+        .map(|r| u32::from_le_bytes(r[4..8].try_into().unwrap()))
+        .collect();
+    assert!(ids.contains(&u32::MAX) && ids.iter().any(|&i| i != u32::MAX));
+}

@@ -2,6 +2,7 @@
 
 use clap::{Parser, Subcommand};
 
+mod bench;
 mod bvh;
 mod isa;
 mod peak;
@@ -29,6 +30,8 @@ enum Command {
     Bvh(bvh::BvhArgs),
     /// Trace a ray file through the wave model.
     Trace(trace::TraceArgs),
+    /// The wave model's trace speed on ray files: repeated, builds side by side.
+    Bench(bench::BenchArgs),
     /// The documented peak tables and this machine's emulation rate.
     Peak(peak::PeakArgs),
     /// Render a scene to PNG or EXR.
@@ -47,6 +50,7 @@ pub fn main() -> i32 {
         Command::Isa(a) => isa::run(a),
         Command::Bvh(a) => bvh::run(a),
         Command::Trace(a) => trace::run(a),
+        Command::Bench(a) => bench::run(a),
         Command::Peak(a) => peak::run(a),
         Command::Render(a) => render::run(a),
         Command::Profile(a) => profile::run(a),

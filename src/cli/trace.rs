@@ -35,7 +35,7 @@ pub enum SimdArg {
 }
 
 impl SimdArg {
-    fn path(self) -> SimdPath {
+    pub fn path(self) -> SimdPath {
         match self {
             SimdArg::Auto => SimdPath::Auto,
             SimdArg::Portable => SimdPath::Portable,

@@ -1,0 +1,215 @@
+//! `wavetrace bench MESH --rays FILE...`: the wave model's trace speed, measured in one
+//! process. The BVH is built once; every ray file is traced `--repeat` times with each
+//! requested build of the wave loop, alternating builds and files within each repetition so
+//! that a shared machine's drift falls on all of them alike. Reports the best and the median
+//! rate (the best is the least disturbed run), and checks that every repetition and every
+//! build gave the same hits and counters.
+
+use super::bvh::BuildArgs;
+use super::trace::SimdArg;
+use serde::Serialize;
+use std::path::PathBuf;
+use std::time::Instant;
+use wavetrace::bvh::{self, Mesh};
+use wavetrace::counters::Counters;
+use wavetrace::math::{Hit, Ray};
+use wavetrace::traverse::rayfile::{read_rays, write_atomically};
+use wavetrace::traverse::{SimdPath, WaveTracer, WaveTracerConfig};
+use wavetrace::wave::{Tracer, WaveWidth};
+use wavetrace::{Error, Result};
+
+#[derive(clap::Args)]
+pub struct BenchArgs {
+    /// Mesh (.obj or .obj.gz).
+    pub mesh: PathBuf,
+    /// Ray files (8 x f32 per ray), traced in turn.
+    #[arg(long, required = true, num_args = 1..)]
+    pub rays: Vec<PathBuf>,
+    /// Traces of each ray file with each build.
+    #[arg(long, default_value_t = 10)]
+    pub repeat: usize,
+    /// Worker threads.
+    #[arg(long, default_value_t = 1)]
+    pub threads: usize,
+    /// Wave width: 32 or 64.
+    #[arg(long, default_value_t = 32)]
+    pub wave: usize,
+    /// Builds of the wave loop to compare (e.g. `--simd portable avx2`).
+    #[arg(long, value_enum, num_args = 1.., default_value = "auto")]
+    pub simd: Vec<SimdArg>,
+    #[command(flatten)]
+    pub build: BuildArgs,
+    /// Also write the results as JSON here.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+}
+
+/// One ray file traced with one build.
+#[derive(Serialize)]
+struct Row {
+    rays_file: String,
+    simd: &'static str,
+    rays: usize,
+    /// Rays per second of the fastest repetition, and the median.
+    best_rays_per_second: f64,
+    median_rays_per_second: f64,
+    /// TD clocks (lane steps) per ray, from the counters.
+    td_clocks_per_ray: f64,
+    /// Host nanoseconds per lane step in the fastest repetition.
+    best_ns_per_lane_step: f64,
+    /// Every repetition's trace time, seconds.
+    seconds: Vec<f64>,
+}
+
+#[derive(Serialize)]
+struct Results<'a> {
+    mesh: String,
+    triangles: usize,
+    options: String,
+    build_seconds: f64,
+    threads: usize,
+    wave: usize,
+    repeat: usize,
+    rows: &'a [Row],
+}
+
+pub fn run(args: BenchArgs) -> Result<i32> {
+    if args.repeat == 0 {
+        return Err(Error::field("--repeat", "must be at least 1"));
+    }
+    let wave = WaveWidth::from_lanes(args.wave)
+        .ok_or_else(|| Error::field("--wave", format!("is {}, must be 32 or 64", args.wave)))?;
+    let pool = super::thread_pool(Some(args.threads))?;
+    let mut builds: Vec<SimdPath> = Vec::new();
+    for arg in &args.simd {
+        let simd = arg.path();
+        if !simd.is_supported() {
+            return Err(Error::field(
+                "--simd",
+                format!("{} needs CPU features this machine lacks", simd.name()),
+            ));
+        }
+        // `auto` names the build it resolves to; each build once.
+        let simd = simd.resolve();
+        if !builds.contains(&simd) {
+            builds.push(simd);
+        }
+    }
+    let mesh = Mesh::load_obj(&args.mesh)?;
+    let ray_sets: Vec<Vec<Ray>> = args
+        .rays
+        .iter()
+        .map(|path| read_rays(path))
+        .collect::<Result<_>>()?;
+    let start = Instant::now();
+    let built = pool.install(|| bvh::build(&mesh, &args.build.options()))?;
+    let build_seconds = start.elapsed().as_secs_f64();
+    let tracers: Vec<WaveTracer> = builds
+        .iter()
+        .map(|&simd| {
+            let config = WaveTracerConfig {
+                wave,
+                parallel: args.threads > 1,
+                simd,
+                ..Default::default()
+            };
+            WaveTracer::new(&built.image, &mesh, config)
+        })
+        .collect();
+    // seconds[f][b]: the repetitions of file f with build b; results[f]: what the first
+    // run gave, which every later run must give.
+    let mut seconds = vec![vec![Vec::new(); builds.len()]; ray_sets.len()];
+    let mut results: Vec<Option<(Vec<Hit>, Counters)>> = vec![None; ray_sets.len()];
+    for _ in 0..args.repeat {
+        for (f, rays) in ray_sets.iter().enumerate() {
+            for (b, tracer) in tracers.iter().enumerate() {
+                let mut hits = vec![Hit::MISS; rays.len()];
+                let mut counters = Counters::default();
+                let start = Instant::now();
+                pool.install(|| tracer.closest_hits(rays, &mut hits, None, &mut counters));
+                seconds[f][b].push(start.elapsed().as_secs_f64());
+                match &results[f] {
+                    None => results[f] = Some((hits, counters)),
+                    Some((first_hits, first_counters)) => {
+                        if *first_hits != hits || *first_counters != counters {
+                            return Err(Error::Other(format!(
+                                "{}: the {} build gave other hits or counters than the first run",
+                                args.rays[f].display(),
+                                builds[b].name()
+                            )));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let mut rows = Vec::new();
+    for (f, rays) in ray_sets.iter().enumerate() {
+        let clocks = results[f].as_ref().map_or(0, |(_, c)| c.td_clocks);
+        for (b, simd) in builds.iter().enumerate() {
+            let mut sorted = seconds[f][b].clone();
+            sorted.sort_by(f64::total_cmp);
+            let (best, median) = (sorted[0], sorted[sorted.len() / 2]);
+            let n = rays.len() as f64;
+            rows.push(Row {
+                rays_file: args.rays[f].display().to_string(),
+                simd: simd.name(),
+                rays: rays.len(),
+                best_rays_per_second: n / best,
+                median_rays_per_second: n / median,
+                td_clocks_per_ray: clocks as f64 / n.max(1.0),
+                best_ns_per_lane_step: best * 1e9 / (clocks as f64).max(1.0),
+                seconds: seconds[f][b].clone(),
+            });
+        }
+    }
+    println!(
+        "{}: {} triangles, BVH built in {:.3} s; {} thread(s), wave{}, best and median of {}",
+        args.mesh.display(),
+        mesh.len(),
+        build_seconds,
+        args.threads,
+        args.wave,
+        args.repeat
+    );
+    let width = rows
+        .iter()
+        .map(|r| r.rays_file.len())
+        .max()
+        .unwrap_or(0)
+        .max(4);
+    println!(
+        "{:<width$} {:>9} {:>8} {:>11} {:>11} {:>10} {:>10}",
+        "rays", "build", "rays", "best Mr/s", "median Mr/s", "clocks/ray", "ns/step"
+    );
+    for r in &rows {
+        println!(
+            "{:<width$} {:>9} {:>8} {:>11.3} {:>11.3} {:>10.2} {:>10.2}",
+            r.rays_file,
+            r.simd,
+            r.rays,
+            r.best_rays_per_second / 1e6,
+            r.median_rays_per_second / 1e6,
+            r.td_clocks_per_ray,
+            r.best_ns_per_lane_step
+        );
+    }
+    println!("hits and counters: identical in every repetition and build");
+    if let Some(path) = &args.json {
+        let results = Results {
+            mesh: args.mesh.display().to_string(),
+            triangles: mesh.len(),
+            options: format!("{:?}", args.build.options()),
+            build_seconds,
+            threads: args.threads,
+            wave: args.wave,
+            repeat: args.repeat,
+            rows: &rows,
+        };
+        let mut json = serde_json::to_string_pretty(&results)
+            .map_err(|e| Error::Other(format!("cannot encode results: {e}")))?;
+        json.push('\n');
+        write_atomically(path, json.as_bytes())?;
+    }
+    Ok(0)
+}
