@@ -140,14 +140,37 @@ fn peak_prints_the_tables_and_the_host_rate() {
     assert!(text.contains("379.6") && text.contains("31.26") && text.contains("56 TDs"));
 }
 
+/// A temporary folder holding the quad mesh and a ray file of `rays`: (folder, mesh path,
+/// ray file path).
+fn quad_and_rays(rays: &[[f32; 8]]) -> (tempfile::TempDir, String, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let mesh = dir.path().join("quad.obj");
+    std::fs::write(&mesh, QUAD).unwrap();
+    let file = dir.path().join("r.rays");
+    std::fs::write(&file, ray_bytes(rays)).unwrap();
+    let path = |p: std::path::PathBuf| p.to_str().unwrap().to_string();
+    (dir, path(mesh), path(file))
+}
+
+/// Runs `wavetrace ARGS`, which must succeed; returns its standard output.
+fn run_ok(args: &[&str]) -> String {
+    let out = wavetrace().args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn read_json(path: &std::path::Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
 /// `wavetrace bench`: both builds side by side (where the CPU has AVX2), the same TD clocks
 /// per ray as `trace` reports, the JSON rows; and clear errors for bad arguments.
 #[test]
 fn bench_compares_builds_and_reports_clocks() {
-    let dir = tempfile::tempdir().unwrap();
-    let mesh = dir.path().join("quad.obj");
-    std::fs::write(&mesh, QUAD).unwrap();
-    let rays = dir.path().join("r.rays");
     // 100 rays through the quad (each hits one of its two triangles) and 100 past it.
     let set: Vec<[f32; 8]> = (0..200)
         .map(|i| {
@@ -159,33 +182,26 @@ fn bench_compares_builds_and_reports_clocks() {
             [x, 0.3, 0.0, 0.0, 0.0, 1.0, 0.0, 100.0]
         })
         .collect();
-    std::fs::write(&rays, ray_bytes(&set)).unwrap();
+    let (dir, mesh, rays) = quad_and_rays(&set);
     let json = dir.path().join("b.json");
-    let out = wavetrace()
-        .args(["bench", mesh.to_str().unwrap(), "--rays"])
-        .args([
-            rays.to_str().unwrap(),
-            "--repeat",
-            "3",
-            "--simd",
-            "portable",
-            "auto",
-        ])
-        .args(["--json", json.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let table = String::from_utf8_lossy(&out.stdout);
+    let table = run_ok(&[
+        "bench",
+        &mesh,
+        "--rays",
+        &rays,
+        "--repeat",
+        "3",
+        "--simd",
+        "portable",
+        "auto",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
     assert!(
         table.contains("identical in every repetition and build"),
         "{table}"
     );
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let v = read_json(&json);
     let rows = v["rows"].as_array().unwrap();
     // `auto` resolves to the AVX2 build where the CPU has it, else to `portable` (listed once).
     let builds: Vec<&str> = rows.iter().map(|r| r["simd"].as_str().unwrap()).collect();
@@ -197,25 +213,11 @@ fn bench_compares_builds_and_reports_clocks() {
     // The same clocks as `trace --stats` on the same rays.
     let stats = dir.path().join("s.json");
     let hits = dir.path().join("h.hits");
-    let trace = wavetrace()
-        .args([
-            "trace",
-            mesh.to_str().unwrap(),
-            "--rays",
-            rays.to_str().unwrap(),
-        ])
-        .args([
-            "--out",
-            hits.to_str().unwrap(),
-            "--stats",
-            stats.to_str().unwrap(),
-        ])
-        .output()
-        .unwrap();
-    assert!(trace.status.success());
-    let s: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
-    let clocks = s["counters"]["td.clocks"].as_f64().unwrap();
+    let (hits, stats_path) = (hits.to_str().unwrap(), stats.to_str().unwrap());
+    run_ok(&[
+        "trace", &mesh, "--rays", &rays, "--out", hits, "--stats", stats_path,
+    ]);
+    let clocks = read_json(&stats)["counters"]["td.clocks"].as_f64().unwrap();
     assert!(clocks > 200.0, "every ray takes at least its root query");
     for r in rows {
         assert_eq!(r["rays"], 200);
@@ -227,54 +229,30 @@ fn bench_compares_builds_and_reports_clocks() {
         );
     }
     // Bad arguments.
-    for (args, field) in [
-        (vec!["--repeat", "0"], "--repeat"),
-        (vec!["--wave", "48"], "--wave"),
-    ] {
+    for (arg, value) in [("--repeat", "0"), ("--wave", "48")] {
         let out = wavetrace()
-            .args([
-                "bench",
-                mesh.to_str().unwrap(),
-                "--rays",
-                rays.to_str().unwrap(),
-            ])
-            .args(&args)
+            .args(["bench", &mesh, "--rays", &rays, arg, value])
             .output()
             .unwrap();
         assert_eq!(out.status.code(), Some(2));
-        assert!(String::from_utf8_lossy(&out.stderr).contains(field));
+        assert!(String::from_utf8_lossy(&out.stderr).contains(arg));
     }
 }
 
 /// `trace --simd portable` gives the same hit file as the default build.
 #[test]
 fn trace_simd_builds_write_the_same_hits() {
-    let dir = tempfile::tempdir().unwrap();
-    let mesh = dir.path().join("quad.obj");
-    std::fs::write(&mesh, QUAD).unwrap();
-    let rays = dir.path().join("r.rays");
     let set: Vec<[f32; 8]> = (0..64)
         .map(|i| [-1.2 + 0.04 * i as f32, 0.5, 0.0, 0.01, 0.0, 1.0, 0.0, 100.0])
         .collect();
-    std::fs::write(&rays, ray_bytes(&set)).unwrap();
+    let (dir, mesh, rays) = quad_and_rays(&set);
     let mut files = Vec::new();
     for simd in ["portable", "auto"] {
         let hits = dir.path().join(format!("{simd}.hits"));
-        let out = wavetrace()
-            .args([
-                "trace",
-                mesh.to_str().unwrap(),
-                "--rays",
-                rays.to_str().unwrap(),
-            ])
-            .args(["--out", hits.to_str().unwrap(), "--simd", simd])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let out = hits.to_str().unwrap();
+        run_ok(&[
+            "trace", &mesh, "--rays", &rays, "--out", out, "--simd", simd,
+        ]);
         files.push(std::fs::read(&hits).unwrap());
     }
     assert_eq!(files[0].len(), 64 * 8);

@@ -13,7 +13,7 @@ use std::time::Instant;
 use wavetrace::bvh::{self, Mesh};
 use wavetrace::counters::Counters;
 use wavetrace::math::{Hit, Ray};
-use wavetrace::traverse::rayfile::{read_rays, write_atomically};
+use wavetrace::traverse::rayfile::read_rays;
 use wavetrace::traverse::{SimdPath, WaveTracer, WaveTracerConfig};
 use wavetrace::wave::{Tracer, WaveWidth};
 use wavetrace::{Error, Result};
@@ -206,10 +206,7 @@ pub fn run(args: BenchArgs) -> Result<i32> {
             repeat: args.repeat,
             rows: &rows,
         };
-        let mut json = serde_json::to_string_pretty(&results)
-            .map_err(|e| Error::Other(format!("cannot encode results: {e}")))?;
-        json.push('\n');
-        write_atomically(path, json.as_bytes())?;
+        super::write_json(path, &results)?;
     }
     Ok(0)
 }

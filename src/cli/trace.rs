@@ -181,10 +181,7 @@ pub fn run(args: TraceArgs) -> Result<i32> {
             counters: &counters,
             report: &report,
         };
-        let mut json = serde_json::to_string_pretty(&stats)
-            .map_err(|e| Error::Other(format!("cannot encode stats: {e}")))?;
-        json.push('\n');
-        write_atomically(path, json.as_bytes())?;
+        super::write_json(path, &stats)?;
     }
     Ok(0)
 }
