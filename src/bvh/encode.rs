@@ -390,6 +390,7 @@ impl Packing {
     /// Per triangle slot `4 * o + k`: the primitive id, or `u32::MAX`.
     fn slot_primitives(&self) -> Vec<u32> {
         let mut out = Vec::with_capacity(4 * self.len());
+        super::memory::advise_huge_pages(&out);
         for run in &self.runs {
             out.extend_from_slice(bytemuck::cast_slice(&run.prims));
         }
@@ -812,7 +813,9 @@ pub fn encode(
     let estimate = tree.nodes.len() + packs.len();
     let mut triangle_node_ordinal: Vec<u32> = Vec::with_capacity(estimate);
     let mut box_parent: Vec<u32> = Vec::with_capacity(estimate);
-    let mut slot_parent = vec![NodePointer::INVALID; 4 * packs.len()];
+    let mut slot_parent: Vec<u32> = Vec::with_capacity(4 * packs.len());
+    super::memory::advise_huge_pages(&slot_parent);
+    slot_parent.resize(4 * packs.len(), NodePointer::INVALID);
     let mut metrics = Metrics::default();
     // A pointer, or INVALID past the 29-bit limit (reported once the layout is done).
     let pointer = |block: u64, ty: NodeType| {
@@ -903,7 +906,7 @@ pub fn encode(
         .to_u32()
     };
 
-    let mut bytes = vec![0u8; blocks * 64];
+    let mut bytes: Vec<u8> = super::memory::zeroed_vec(blocks * 64);
     let slot_primitive = packs.slot_primitives();
 
     // The child boxes of box node n as the hardware sees them, and their binary16 bits.
