@@ -176,7 +176,8 @@ impl Pack {
     }
 
     /// Places `tri` (vertex bit patterns in mesh order) in a free slot if it fits; returns
-    /// the slot.
+    /// the slot. Of the slots and rotations that fit, the one that takes the fewest free node
+    /// vertices wins (the first of equal ones).
     fn try_place(&mut self, tri: &[VertexBits; 3], prim: u32) -> Option<usize> {
         // Every slot uses node vertex 2 (`TRIANGLE_VERTICES`), set when the node was
         // opened: a triangle without it cannot fit anywhere, and in a slot it can only take
@@ -195,7 +196,11 @@ impl Pack {
             let v = self.verts[at];
             v == FREE_VERTEX || v == tri[j]
         };
-        for k in 0..4 {
+        // The fitting slot and rotation that opens the fewest free node vertices (the first
+        // of equal ones): a triangle sharing an edge with the node takes the slot beside that
+        // edge, keeping the other slots' vertices free.
+        let mut best: Option<(usize, usize, usize)> = None;
+        'slots: for k in 0..4 {
             if self.slot_used(k) {
                 continue;
             }
@@ -209,16 +214,25 @@ impl Pack {
                 let at = ROTATED[k][r];
                 let (j1, j2) = ((jc + 1) % 3, (jc + 2) % 3);
                 if fits(at[j1], j1) && fits(at[j2], j2) {
-                    for j in 0..3 {
-                        self.verts[at[j]] = tri[j];
+                    let opened = (self.verts[at[j1]] == FREE_VERTEX) as usize
+                        + (self.verts[at[j2]] == FREE_VERTEX) as usize;
+                    if best.is_none_or(|(o, _, _)| opened < o) {
+                        best = Some((opened, k, r));
+                        if opened == 0 {
+                            break 'slots;
+                        }
                     }
-                    self.used[k] = (prim, r as u8);
-                    self.count += 1;
-                    return Some(k);
                 }
             }
         }
-        None
+        let (_, k, r) = best?;
+        let at = ROTATED[k][r];
+        for j in 0..3 {
+            self.verts[at[j]] = tri[j];
+        }
+        self.used[k] = (prim, r as u8);
+        self.count += 1;
+        Some(k)
     }
 }
 
