@@ -999,7 +999,7 @@ mod tests {
             keys.clone().fold(f32::NEG_INFINITY, f32::max) - keys.fold(f32::INFINITY, f32::min)
         };
         let (x, y, z) = (extent(0), extent(1), extent(2));
-        let axes: Vec<usize> = if m < 3 || m > ONE_AXIS_MAX {
+        let axes: Vec<usize> = if !(3..=ONE_AXIS_MAX).contains(&m) {
             vec![0, 1, 2]
         } else if x >= y && x >= z {
             vec![0]

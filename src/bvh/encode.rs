@@ -191,16 +191,63 @@ impl Pack {
         if is_centre == 0 {
             return None;
         }
-        // Node vertex `at[j]` is free or already holds tri[j].
+        let best = if is_centre.count_ones() == 1 {
+            self.best_slot(tri, is_centre.trailing_zeros() as usize)
+        } else {
+            self.best_slot_degenerate(tri, is_centre)
+        };
+        let (k, r) = best?;
+        let at = ROTATED[k][r];
+        for j in 0..3 {
+            self.verts[at[j]] = tri[j];
+        }
+        self.used[k] = (prim, r as u8);
+        self.count += 1;
+        Some(k)
+    }
+
+    /// The free slot and rotation for a triangle whose vertex `jc` (only) is the centre:
+    /// in slot k it takes the rotation that puts `jc` on V2, and its next two vertices land
+    /// on the slot's edge `EDGE[k]`. Of the slots that fit, the one that takes the fewest
+    /// free node vertices (the first of equal ones).
+    #[inline(always)]
+    fn best_slot(&self, tri: &[VertexBits; 3], jc: usize) -> Option<(usize, usize)> {
+        let (a, b) = (tri[(jc + 1) % 3], tri[(jc + 2) % 3]);
+        let mut best: Option<(usize, usize)> = None;
+        for k in 0..4 {
+            if self.slot_used(k) {
+                continue;
+            }
+            let (x, y) = (self.verts[EDGE[k].0], self.verts[EDGE[k].1]);
+            let (x_free, y_free) = (x == FREE_VERTEX, y == FREE_VERTEX);
+            if (x_free || x == a) && (y_free || y == b) {
+                let opened = x_free as usize + y_free as usize;
+                if opened == 0 {
+                    return Some((k, ROTATION_OF_CENTRE[k][jc]));
+                }
+                if best.is_none_or(|(o, _)| opened < o) {
+                    best = Some((opened, k));
+                }
+            }
+        }
+        best.map(|(_, k)| (k, ROTATION_OF_CENTRE[k][jc]))
+    }
+
+    /// [`Pack::best_slot`] for a triangle with the centre at several of its vertices (a
+    /// degenerate triangle): every slot and every rotation putting a copy on V2.
+    #[cold]
+    fn best_slot_degenerate(
+        &self,
+        tri: &[VertexBits; 3],
+        is_centre: usize,
+    ) -> Option<(usize, usize)> {
+        // Node vertex `at` is free or already holds tri[j].
         let fits = |at: usize, j: usize| {
             let v = self.verts[at];
             v == FREE_VERTEX || v == tri[j]
         };
-        // The fitting slot and rotation that opens the fewest free node vertices (the first
-        // of equal ones): a triangle sharing an edge with the node takes the slot beside that
-        // edge, keeping the other slots' vertices free.
         let mut best: Option<(usize, usize, usize)> = None;
-        'slots: for k in 0..4 {
+        for k in 0..4 {
             if self.slot_used(k) {
                 continue;
             }
@@ -218,21 +265,11 @@ impl Pack {
                         + (self.verts[at[j2]] == FREE_VERTEX) as usize;
                     if best.is_none_or(|(o, _, _)| opened < o) {
                         best = Some((opened, k, r));
-                        if opened == 0 {
-                            break 'slots;
-                        }
                     }
                 }
             }
         }
-        let (_, k, r) = best?;
-        let at = ROTATED[k][r];
-        for j in 0..3 {
-            self.verts[at[j]] = tri[j];
-        }
-        self.used[k] = (prim, r as u8);
-        self.count += 1;
-        Some(k)
+        best.map(|(_, k, r)| (k, r))
     }
 }
 
@@ -249,6 +286,39 @@ const ROTATED: [[[usize; 3]; 3]; 4] = {
                 t[k][r][j] = TRIANGLE_VERTICES[k][(j + r) % 3];
                 j += 1;
             }
+            r += 1;
+        }
+        k += 1;
+    }
+    t
+};
+
+/// `EDGE[k]`: the node vertices that follow V2 in slot k's vertex order (`TRIANGLE_VERTICES`
+/// read cyclically from V2): a triangle whose vertex j is on V2 puts vertex j + 1 on the
+/// first and j + 2 on the second.
+const EDGE: [(usize, usize); 4] = {
+    let mut t = [(0, 0); 4];
+    let mut k = 0;
+    while k < 4 {
+        let p = V2_POSITION[k];
+        t[k] = (
+            TRIANGLE_VERTICES[k][(p + 1) % 3],
+            TRIANGLE_VERTICES[k][(p + 2) % 3],
+        );
+        k += 1;
+    }
+    t
+};
+
+/// `ROTATION_OF_CENTRE[k][j]`: the rotation r that puts mesh vertex j on V2 in slot k
+/// (`CENTRE_J[k][r] == j`).
+const ROTATION_OF_CENTRE: [[usize; 3]; 4] = {
+    let mut t = [[0; 3]; 4];
+    let mut k = 0;
+    while k < 4 {
+        let mut r = 0;
+        while r < 3 {
+            t[k][CENTRE_J[k][r]] = r;
             r += 1;
         }
         k += 1;
@@ -1094,6 +1164,49 @@ pub fn encode(
 mod tests {
     use super::*;
     use crate::hw::node::{f16_round_down, f16_round_up};
+
+    /// The one-rotation-per-slot search of a node's best slot agrees with the search over
+    /// every slot and rotation, on random partly filled nodes drawn from a few vertices (so
+    /// that shared edges are common).
+    #[test]
+    fn best_slot_matches_the_search_over_all_rotations() {
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move |n: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % n
+        };
+        let vertex = |i: u64| vertex_bits([i as f32, 0.0, 1.0]);
+        let mut agreed = 0;
+        for _ in 0..200_000 {
+            let mut pack = EMPTY_PACK;
+            pack.verts[2] = vertex(0);
+            for v in [0, 1, 3, 4] {
+                if next(3) != 0 {
+                    pack.verts[v] = vertex(1 + next(5));
+                }
+            }
+            for k in 0..4 {
+                if next(4) == 0 {
+                    pack.used[k] = (k as u32, 0);
+                }
+            }
+            // A triangle with the centre at one vertex and two others from the same few.
+            let jc = next(3) as usize;
+            let mut tri = [
+                vertex(1 + next(5)),
+                vertex(1 + next(5)),
+                vertex(1 + next(5)),
+            ];
+            tri[jc] = vertex(0);
+            let fast = pack.best_slot(&tri, jc);
+            let general = pack.best_slot_degenerate(&tri, 1 << jc);
+            assert_eq!(fast, general, "{:?} {:?}", pack.verts, tri);
+            agreed += fast.is_some() as usize;
+        }
+        assert!(agreed > 10_000, "{agreed}");
+    }
 
     /// The bit-level directed rounding agrees with the reference (`hw::node`) on edge cases
     /// and on a million seeded random bit patterns of every magnitude.
