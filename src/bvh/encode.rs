@@ -995,14 +995,24 @@ fn layout_depth_first(tree: &Tree4, packs: &Packing, fp16: &[bool], chains: bool
             .count()
     };
     let own_blocks = |n: usize| if fp16[n] { 1 } else { 2 };
-    // Per run of nodes: (blocks, packs) before it.
-    let counts: Vec<(usize, usize)> = (0..nodes.len())
-        .into_par_iter()
-        .step_by(LAYOUT_CHUNK)
-        .map(|n0| {
-            (n0..(n0 + LAYOUT_CHUNK).min(nodes.len())).fold((0, 0), |(b, p), n| {
-                let o = opened(n);
-                (b + own_blocks(n) + o, p + o)
+    // Per box node: the packs it opens (at most 4).
+    let mut opens = vec![0u8; nodes.len()];
+    opens
+        .par_chunks_mut(LAYOUT_CHUNK)
+        .enumerate()
+        .for_each(|(c, out)| {
+            for (i, o) in out.iter_mut().enumerate() {
+                *o = opened(c * LAYOUT_CHUNK + i) as u8;
+            }
+        });
+    // Per run of nodes: (blocks, packs) in it.
+    let counts: Vec<(usize, usize)> = opens
+        .par_chunks(LAYOUT_CHUNK)
+        .enumerate()
+        .map(|(c, opens)| {
+            opens.iter().enumerate().fold((0, 0), |(b, p), (i, &o)| {
+                let n = c * LAYOUT_CHUNK + i;
+                (b + own_blocks(n) + o as usize, p + o as usize)
             })
         })
         .collect();
@@ -1027,7 +1037,7 @@ fn layout_depth_first(tree: &Tree4, packs: &Packing, fp16: &[bool], chains: bool
             for (i, b) in out.iter_mut().enumerate() {
                 let n = c * LAYOUT_CHUNK + i;
                 *b = block as u32;
-                block += own_blocks(n) + opened(n);
+                block += own_blocks(n) + opens[n] as usize;
             }
         });
 
