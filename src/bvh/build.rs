@@ -295,8 +295,7 @@ fn build_rec(
 ) -> ([f32; 4], [u32; 4]) {
     let m = refs.len();
     if m == 1 {
-        let cost = C_TRI * refs[0].triangles() as f32 * half_area(min, max);
-        return ([cost; 4], [0; 4]);
+        return leaf_costs(&refs[0], min, max);
     }
     debug_assert_eq!(nodes.len(), m - 1);
 
@@ -373,6 +372,14 @@ fn build_rec(
     )
 }
 
+/// The collapse costs and box counts of a single reference with bounds `min..max` (see
+/// [`build_rec`]): its triangles tested, whatever the slots given to it.
+#[inline(always)]
+fn leaf_costs(r: &PrimRef, min: Vec3A, max: Vec3A) -> ([f32; 4], [u32; 4]) {
+    let cost = C_TRI * r.triangles() as f32 * half_area(min, max);
+    ([cost; 4], [0; 4])
+}
+
 /// Bounds of a set of references.
 fn bounds(refs: &[PrimRef]) -> (Vec3A, Vec3A) {
     refs.iter()
@@ -424,6 +431,9 @@ fn finish_inner(
     let (left_sizes, right_sizes) = rest.split_at_mut(left_count - 1);
     let (left_refs, right_refs) = refs.split_at_mut(left_count);
     let left = |refs: &mut [PrimRef], nodes: &mut [Node2], sizes: &mut [[u32; 2]]| {
+        if refs.len() == 1 {
+            return leaf_costs(&refs[0], lmin, lmax);
+        }
         build_rec(
             refs,
             nodes,
@@ -437,6 +447,9 @@ fn finish_inner(
         )
     };
     let right = |refs: &mut [PrimRef], nodes: &mut [Node2], sizes: &mut [[u32; 2]]| {
+        if refs.len() == 1 {
+            return leaf_costs(&refs[0], rmin, rmax);
+        }
         build_rec(
             refs,
             nodes,
