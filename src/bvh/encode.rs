@@ -9,8 +9,9 @@
 //! Parallel, and the same for any thread count: the leaves are packed in fixed runs of
 //! `PACK_RUN` (a run never shares a triangle node with another run), the node bytes are
 //! written in fixed pieces of the memory order (each piece owns its block range) and the SAH
-//! metric is summed per piece, then over the pieces in order. The layout pass, which also
-//! fills the per-block side tables, is serial.
+//! metric is summed per piece, then over the pieces in order. The depth-first layout,
+//! which also fills the per-block side tables, runs over fixed runs of box nodes placed by
+//! prefix sums (`layout_depth_first`); the breadth-first one is a serial walk.
 
 // Slot loops index several parallel per-slot arrays at once; ranges read better here.
 #![allow(clippy::needless_range_loop)]
