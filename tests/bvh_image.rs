@@ -421,7 +421,9 @@ fn packing_uses_all_four_slots_and_ids_parents_map_back() {
         .unwrap();
         assert!(bvh::validate(&built.image, &mesh).is_empty());
         let h = &built.metrics.triangles_per_node_histogram;
-        assert!(h[4] >= 25, "histogram {h:?}");
+        // (A triangle joining a node takes the slot beside the edge it shares, so all but
+        // a few fans fill one node.)
+        assert!(h[4] >= 45, "histogram {h:?}");
         // Every slot's parent names a box node whose children include it.
         let image = &built.image;
         for (o, ty) in box_nodes(image) {

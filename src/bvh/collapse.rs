@@ -28,7 +28,14 @@ pub enum Slot {
 pub struct Node4 {
     pub slots: [Option<Slot>; 4],
     pub sources: [u32; 4],
+    /// The parent box node ([`NO_PARENT`] for the root).
+    pub parent: u32,
+    /// Box nodes from the root down to this one (the root has depth 1).
+    pub depth: u32,
 }
+
+/// [`Node4::parent`] of the root.
+pub const NO_PARENT: u32 = u32::MAX;
 
 /// The intermediate 4-wide tree. Node 0 is the root (always a box node, possibly empty).
 /// It keeps the binary tree and the reordered references, which hold the child boxes.
@@ -44,6 +51,8 @@ pub struct Tree4 {
 const EMPTY_NODE: Node4 = Node4 {
     slots: [None; 4],
     sources: [0; 4],
+    parent: NO_PARENT,
+    depth: 1,
 };
 
 impl Tree4 {
@@ -65,14 +74,19 @@ impl Tree4 {
     pub fn collapse(bin: BinaryTree, refs: Vec<PrimRef>) -> Tree4 {
         // Filled in parallel (an indexed collect writes in place), so that the fresh pages
         // are mapped by all threads.
-        let mut nodes: Vec<Node4> = (0..bin.boxes).into_par_iter().map(|_| EMPTY_NODE).collect();
-        let mut leaves = vec![0u32; refs.len()];
+        let mut nodes: Vec<Node4> = Vec::with_capacity(bin.boxes as usize);
+        super::memory::advise_huge_pages(&nodes);
+        (0..bin.boxes)
+            .into_par_iter()
+            .map(|_| EMPTY_NODE)
+            .collect_into_vec(&mut nodes);
+        let mut leaves: Vec<u32> = super::memory::zeroed_vec(refs.len());
         let collapser = Collapser {
             nodes: bin.nodes(),
             sizes: &bin.subtree_sizes,
             refs: &refs,
         };
-        let (n, l) = collapser.emit_box(bin.root, &mut nodes, &mut leaves, 0, 0);
+        let (n, l) = collapser.emit_box(bin.root, &mut nodes, &mut leaves, 0, 0, (NO_PARENT, 1));
         debug_assert_eq!((n, l), (nodes.len(), leaves.len()));
         Tree4 {
             nodes,
@@ -116,8 +130,13 @@ struct Cursor<'o> {
 impl<'o> Cursor<'o> {
     /// Emits the box-node subtree of binary node `c` at the front of the rest: in a task of
     /// `scope` when the build recorded its size, here otherwise.
-    fn emit<'s>(&mut self, collapser: &'s Collapser<'s>, c: u32, scope: Option<&Scope<'s>>)
-    where
+    fn emit<'s>(
+        &mut self,
+        collapser: &'s Collapser<'s>,
+        c: u32,
+        above: (u32, u32),
+        scope: Option<&Scope<'s>>,
+    ) where
         'o: 's,
     {
         let nodes = std::mem::take(&mut self.nodes);
@@ -129,12 +148,12 @@ impl<'o> Cursor<'o> {
                 let (mine, rest_nodes) = nodes.split_at_mut(boxes as usize);
                 let (my_leaves, rest_leaves) = leaves.split_at_mut(references as usize);
                 scope.spawn(move |_| {
-                    collapser.emit_box(c, mine, my_leaves, node_base, leaf_base);
+                    collapser.emit_box(c, mine, my_leaves, node_base, leaf_base, above);
                 });
                 (boxes as usize, references as usize, rest_nodes, rest_leaves)
             }
             _ => {
-                let (n, l) = collapser.emit_box(c, nodes, leaves, node_base, leaf_base);
+                let (n, l) = collapser.emit_box(c, nodes, leaves, node_base, leaf_base, above);
                 let (_, rest_nodes) = nodes.split_at_mut(n);
                 let (_, rest_leaves) = leaves.split_at_mut(l);
                 (n, l, rest_nodes, rest_leaves)
@@ -150,7 +169,8 @@ impl<'o> Cursor<'o> {
 impl Collapser<'_> {
     /// Emits binary child reference `n` as a box node (and, recursively, its subtree) at
     /// `nodes[0]` (global index `node_base`), its triangle references from `leaves[0]`
-    /// (global index `leaf_base`); returns the box nodes and leaves written.
+    /// (global index `leaf_base`), under the box node `above` = (parent index, its depth);
+    /// returns the box nodes and leaves written.
     fn emit_box(
         &self,
         n: u32,
@@ -158,9 +178,17 @@ impl Collapser<'_> {
         leaves: &mut [u32],
         node_base: u32,
         leaf_base: u32,
+        (parent, parent_depth): (u32, u32),
     ) -> (usize, usize) {
         let (children, count) = self.children_of(n);
         let mut out = EMPTY_NODE;
+        out.parent = parent;
+        out.depth = if parent == NO_PARENT {
+            1
+        } else {
+            parent_depth + 1
+        };
+        let above = (node_base, out.depth);
         let mut inner = [(0usize, 0u32); 4];
         let mut inner_count = 0;
         let mut used_leaves = 0;
@@ -189,13 +217,13 @@ impl Collapser<'_> {
             rayon::scope(|scope| {
                 for &(s, c) in &inner[..inner_count] {
                     out.slots[s] = Some(Slot::Node(cursor.node_base));
-                    cursor.emit(self, c, Some(scope));
+                    cursor.emit(self, c, above, Some(scope));
                 }
             });
         } else {
             for &(s, c) in &inner[..inner_count] {
                 out.slots[s] = Some(Slot::Node(cursor.node_base));
-                cursor.emit(self, c, None);
+                cursor.emit(self, c, above, None);
             }
         }
         this[0] = out;
@@ -251,9 +279,19 @@ mod tests {
 
     /// The layout as first written: one serial depth-first walk pushing nodes and leaves
     /// (the collapse choice itself, `children_of`, is shared).
-    fn emit_reference(c: &Collapser, out: &mut (Vec<Node4>, Vec<u32>), n: u32) -> u32 {
+    fn emit_reference(
+        c: &Collapser,
+        out: &mut (Vec<Node4>, Vec<u32>),
+        n: u32,
+        parent: u32,
+        depth: u32,
+    ) -> u32 {
         let index = out.0.len() as u32;
-        out.0.push(EMPTY_NODE);
+        out.0.push(Node4 {
+            parent,
+            depth,
+            ..EMPTY_NODE
+        });
         let (children, count) = c.children_of(n);
         let mut inner = Vec::new();
         for (s, &child) in children[..count].iter().enumerate() {
@@ -266,7 +304,7 @@ mod tests {
             }
         }
         for (s, child) in inner {
-            let node = emit_reference(c, out, child);
+            let node = emit_reference(c, out, child, index, depth + 1);
             out.0[index as usize].slots[s] = Some(Slot::Node(node));
         }
         index
@@ -304,7 +342,7 @@ mod tests {
                     sizes: &bin.subtree_sizes,
                     refs: &refs,
                 };
-                emit_reference(&collapser, &mut expected, bin.root);
+                emit_reference(&collapser, &mut expected, bin.root, NO_PARENT, 1);
                 let tree = pool.install(|| Tree4::collapse(bin, refs));
                 assert_eq!(tree.nodes, expected.0, "{count} refs, {threads} threads");
                 assert_eq!(tree.leaves, expected.1, "{count} refs, {threads} threads");

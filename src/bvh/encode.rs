@@ -9,15 +9,16 @@
 //! Parallel, and the same for any thread count: the leaves are packed in fixed runs of
 //! `PACK_RUN` (a run never shares a triangle node with another run), the node bytes are
 //! written in fixed pieces of the memory order (each piece owns its block range) and the SAH
-//! metric is summed per piece, then over the pieces in order. The layout pass, which also
-//! fills the per-block side tables, is serial.
+//! metric is summed per piece, then over the pieces in order. The depth-first layout,
+//! which also fills the per-block side tables, runs over fixed runs of box nodes placed by
+//! prefix sums (`layout_depth_first`); the breadth-first one is a serial walk.
 
 // Slot loops index several parallel per-slot arrays at once; ranges read better here.
 #![allow(clippy::needless_range_loop)]
 
 use super::build::{half_area, C_BOX, C_TRI};
 use super::cluster::Cluster;
-use super::collapse::{Slot, Tree4};
+use super::collapse::{Slot, Tree4, NO_PARENT};
 use super::metrics::Metrics;
 use super::{BoxFormat, BuildOptions, Mesh, NodeOrder};
 use crate::error::{Error, Result};
@@ -176,7 +177,8 @@ impl Pack {
     }
 
     /// Places `tri` (vertex bit patterns in mesh order) in a free slot if it fits; returns
-    /// the slot.
+    /// the slot. Of the slots and rotations that fit, the one that takes the fewest free node
+    /// vertices wins (the first of equal ones).
     fn try_place(&mut self, tri: &[VertexBits; 3], prim: u32) -> Option<usize> {
         // Every slot uses node vertex 2 (`TRIANGLE_VERTICES`), set when the node was
         // opened: a triangle without it cannot fit anywhere, and in a slot it can only take
@@ -190,11 +192,62 @@ impl Pack {
         if is_centre == 0 {
             return None;
         }
-        // Node vertex `at[j]` is free or already holds tri[j].
+        let best = if is_centre.count_ones() == 1 {
+            self.best_slot(tri, is_centre.trailing_zeros() as usize)
+        } else {
+            self.best_slot_degenerate(tri, is_centre)
+        };
+        let (k, r) = best?;
+        let at = ROTATED[k][r];
+        for j in 0..3 {
+            self.verts[at[j]] = tri[j];
+        }
+        self.used[k] = (prim, r as u8);
+        self.count += 1;
+        Some(k)
+    }
+
+    /// The free slot and rotation for a triangle whose vertex `jc` (only) is the centre:
+    /// in slot k it takes the rotation that puts `jc` on V2, and its next two vertices land
+    /// on the slot's edge `EDGE[k]`. Of the slots that fit, the one that takes the fewest
+    /// free node vertices (the first of equal ones).
+    #[inline(always)]
+    fn best_slot(&self, tri: &[VertexBits; 3], jc: usize) -> Option<(usize, usize)> {
+        let (a, b) = (tri[(jc + 1) % 3], tri[(jc + 2) % 3]);
+        let mut best: Option<(usize, usize)> = None;
+        for k in 0..4 {
+            if self.slot_used(k) {
+                continue;
+            }
+            let (x, y) = (self.verts[EDGE[k].0], self.verts[EDGE[k].1]);
+            let (x_free, y_free) = (x == FREE_VERTEX, y == FREE_VERTEX);
+            if (x_free || x == a) && (y_free || y == b) {
+                let opened = x_free as usize + y_free as usize;
+                if opened == 0 {
+                    return Some((k, ROTATION_OF_CENTRE[k][jc]));
+                }
+                if best.is_none_or(|(o, _)| opened < o) {
+                    best = Some((opened, k));
+                }
+            }
+        }
+        best.map(|(_, k)| (k, ROTATION_OF_CENTRE[k][jc]))
+    }
+
+    /// [`Pack::best_slot`] for a triangle with the centre at several of its vertices (a
+    /// degenerate triangle): every slot and every rotation putting a copy on V2.
+    #[cold]
+    fn best_slot_degenerate(
+        &self,
+        tri: &[VertexBits; 3],
+        is_centre: usize,
+    ) -> Option<(usize, usize)> {
+        // Node vertex `at` is free or already holds tri[j].
         let fits = |at: usize, j: usize| {
             let v = self.verts[at];
             v == FREE_VERTEX || v == tri[j]
         };
+        let mut best: Option<(usize, usize, usize)> = None;
         for k in 0..4 {
             if self.slot_used(k) {
                 continue;
@@ -209,16 +262,15 @@ impl Pack {
                 let at = ROTATED[k][r];
                 let (j1, j2) = ((jc + 1) % 3, (jc + 2) % 3);
                 if fits(at[j1], j1) && fits(at[j2], j2) {
-                    for j in 0..3 {
-                        self.verts[at[j]] = tri[j];
+                    let opened = (self.verts[at[j1]] == FREE_VERTEX) as usize
+                        + (self.verts[at[j2]] == FREE_VERTEX) as usize;
+                    if best.is_none_or(|(o, _, _)| opened < o) {
+                        best = Some((opened, k, r));
                     }
-                    self.used[k] = (prim, r as u8);
-                    self.count += 1;
-                    return Some(k);
                 }
             }
         }
-        None
+        best.map(|(_, k, r)| (k, r))
     }
 }
 
@@ -235,6 +287,39 @@ const ROTATED: [[[usize; 3]; 3]; 4] = {
                 t[k][r][j] = TRIANGLE_VERTICES[k][(j + r) % 3];
                 j += 1;
             }
+            r += 1;
+        }
+        k += 1;
+    }
+    t
+};
+
+/// `EDGE[k]`: the node vertices that follow V2 in slot k's vertex order (`TRIANGLE_VERTICES`
+/// read cyclically from V2): a triangle whose vertex j is on V2 puts vertex j + 1 on the
+/// first and j + 2 on the second.
+const EDGE: [(usize, usize); 4] = {
+    let mut t = [(0, 0); 4];
+    let mut k = 0;
+    while k < 4 {
+        let p = V2_POSITION[k];
+        t[k] = (
+            TRIANGLE_VERTICES[k][(p + 1) % 3],
+            TRIANGLE_VERTICES[k][(p + 2) % 3],
+        );
+        k += 1;
+    }
+    t
+};
+
+/// `ROTATION_OF_CENTRE[k][j]`: the rotation r that puts mesh vertex j on V2 in slot k
+/// (`CENTRE_J[k][r] == j`).
+const ROTATION_OF_CENTRE: [[usize; 3]; 4] = {
+    let mut t = [[0; 3]; 4];
+    let mut k = 0;
+    while k < 4 {
+        let mut r = 0;
+        while r < 3 {
+            t[k][CENTRE_J[k][r]] = r;
             r += 1;
         }
         k += 1;
@@ -390,6 +475,7 @@ impl Packing {
     /// Per triangle slot `4 * o + k`: the primitive id, or `u32::MAX`.
     fn slot_primitives(&self) -> Vec<u32> {
         let mut out = Vec::with_capacity(4 * self.len());
+        super::memory::advise_huge_pages(&out);
         for run in &self.runs {
             out.extend_from_slice(bytemuck::cast_slice(&run.prims));
         }
@@ -761,6 +847,329 @@ fn half_area_arr(b: &([f32; 3], [f32; 3])) -> f32 {
     half_area(Vec3A::from(b.0), Vec3A::from(b.1))
 }
 
+/// The memory layout of the image: the block of every box node and triangle node, the
+/// memory order and the per-block and per-slot side tables.
+#[derive(Debug, PartialEq)]
+struct Layout {
+    node_block: Vec<u32>,
+    pack_block: Vec<u32>,
+    /// Box nodes (n) and triangle nodes (`PACK_ITEM | o`) in memory order.
+    order: Vec<u32>,
+    triangle_node_ordinal: Vec<u32>,
+    box_parent: Vec<u32>,
+    slot_parent: Vec<u32>,
+    /// Blocks in all (may exceed the 29-bit pointer range: checked by the caller).
+    blocks: u64,
+    max_depth: usize,
+    box_slots_used: usize,
+}
+
+fn box_type(fp16: bool) -> NodeType {
+    if fp16 {
+        NodeType::BoxF16
+    } else {
+        NodeType::BoxF32
+    }
+}
+
+/// A pointer, or INVALID past the 29-bit limit (reported once the layout is done).
+fn pointer(block: u64, ty: NodeType) -> u32 {
+    if block < 1 << 29 {
+        NodePointer::new(block, ty).to_u32()
+    } else {
+        NodePointer::INVALID
+    }
+}
+
+/// The layout by a walk of the tree (a stack for depth-first order, a queue for
+/// breadth-first), one node after the other: a box node, then the triangle nodes its slots
+/// open, in slot order.
+fn layout_serial(
+    tree: &Tree4,
+    packs: &Packing,
+    fp16: &[bool],
+    chains: bool,
+    node_order: NodeOrder,
+) -> Layout {
+    const UNPLACED: u32 = u32::MAX;
+    let mut node_block = vec![UNPLACED; tree.nodes.len()];
+    let mut pack_block = vec![UNPLACED; packs.len()];
+    let mut next_block: u64 = 0;
+    let mut order: Vec<u32> = Vec::with_capacity(tree.nodes.len() + packs.len());
+    let estimate = tree.nodes.len() + packs.len();
+    let mut triangle_node_ordinal: Vec<u32> = Vec::with_capacity(estimate);
+    let mut box_parent: Vec<u32> = Vec::with_capacity(estimate);
+    let mut slot_parent = vec![NodePointer::INVALID; 4 * packs.len()];
+    let (mut max_depth, mut box_slots_used) = (0, 0);
+    // Places box node n (with its parent's pointer and its depth); returns its pointer.
+    let mut place_node = |n: usize, parent: u32, depth: u32| {
+        node_block[n] = next_block as u32;
+        let here = pointer(next_block, box_type(fp16[n]));
+        order.push(n as u32);
+        box_parent.push(parent);
+        triangle_node_ordinal.push(u32::MAX);
+        if !fp16[n] {
+            box_parent.push(NodePointer::INVALID);
+            triangle_node_ordinal.push(u32::MAX);
+        }
+        next_block += if fp16[n] { 1 } else { 2 };
+        max_depth = max_depth.max(depth as usize);
+        for slot in tree.nodes[n].slots.iter().flatten() {
+            box_slots_used += 1;
+            if let Slot::Leaf(l) = *slot {
+                let (p, k) = packs.place(l);
+                let first = if chains { 0 } else { k };
+                for j in first..=k {
+                    slot_parent[4 * p as usize + j as usize] = here;
+                }
+                if pack_block[p as usize] == UNPLACED {
+                    pack_block[p as usize] = next_block as u32;
+                    order.push(PACK_ITEM | p);
+                    box_parent.push(NodePointer::INVALID);
+                    triangle_node_ordinal.push(p);
+                    next_block += 1;
+                }
+            }
+        }
+        here
+    };
+    match node_order {
+        NodeOrder::DepthFirst => {
+            let mut stack = vec![(0usize, NodePointer::INVALID, 1u32)];
+            while let Some((n, parent, depth)) = stack.pop() {
+                let here = place_node(n, parent, depth);
+                for slot in tree.nodes[n].slots.iter().rev().flatten() {
+                    if let Slot::Node(c) = *slot {
+                        stack.push((c as usize, here, depth + 1));
+                    }
+                }
+            }
+        }
+        NodeOrder::BreadthFirst => {
+            let mut queue = VecDeque::from([(0usize, NodePointer::INVALID, 1u32)]);
+            while let Some((n, parent, depth)) = queue.pop_front() {
+                let here = place_node(n, parent, depth);
+                for slot in tree.nodes[n].slots.iter().flatten() {
+                    if let Slot::Node(c) = *slot {
+                        queue.push_back((c as usize, here, depth + 1));
+                    }
+                }
+            }
+        }
+    }
+    Layout {
+        node_block,
+        pack_block,
+        order,
+        triangle_node_ordinal,
+        box_parent,
+        slot_parent,
+        blocks: next_block,
+        max_depth,
+        box_slots_used,
+    }
+}
+
+/// Box nodes per task of [`layout_depth_first`].
+const LAYOUT_CHUNK: usize = 4096;
+
+/// The depth-first layout of [`layout_serial`], computed in parallel over runs of box nodes.
+///
+/// The collapse emits box nodes in depth-first pre-order with children in slot order, and
+/// leaves in the order their slots are met on that walk; a triangle node is placed where
+/// its first leaf (slot 0, or its only leaf with leaf chains) is met, and packs are numbered
+/// in that order. So box node n starts at block `n + (FP32 nodes before n) + (packs opened
+/// by leaves of nodes before n)`, its packs follow it in ordinal order, and prefix sums over
+/// runs of nodes give every run its blocks, packs and side-table ranges. The few triangle
+/// slots whose pack a previous run opened are filled after the parallel pass.
+fn layout_depth_first(tree: &Tree4, packs: &Packing, fp16: &[bool], chains: bool) -> Layout {
+    let nodes = &tree.nodes;
+    // Packs opened by the leaves of box node n, and its blocks.
+    let opened = |n: usize| {
+        nodes[n]
+            .slots
+            .iter()
+            .filter(|s| match s {
+                Some(Slot::Leaf(l)) => chains || packs.place(*l).1 == 0,
+                _ => false,
+            })
+            .count()
+    };
+    let own_blocks = |n: usize| if fp16[n] { 1 } else { 2 };
+    // Per box node: the packs it opens (at most 4).
+    let mut opens = vec![0u8; nodes.len()];
+    opens
+        .par_chunks_mut(LAYOUT_CHUNK)
+        .enumerate()
+        .for_each(|(c, out)| {
+            for (i, o) in out.iter_mut().enumerate() {
+                *o = opened(c * LAYOUT_CHUNK + i) as u8;
+            }
+        });
+    // Per run of nodes: (blocks, packs) in it.
+    let counts: Vec<(usize, usize)> = opens
+        .par_chunks(LAYOUT_CHUNK)
+        .enumerate()
+        .map(|(c, opens)| {
+            opens.iter().enumerate().fold((0, 0), |(b, p), (i, &o)| {
+                let n = c * LAYOUT_CHUNK + i;
+                (b + own_blocks(n) + o as usize, p + o as usize)
+            })
+        })
+        .collect();
+    let mut starts = Vec::with_capacity(counts.len() + 1);
+    let (mut blocks, mut pack_count) = (0usize, 0usize);
+    for &(b, p) in &counts {
+        starts.push((blocks, pack_count));
+        blocks += b;
+        pack_count += p;
+    }
+    starts.push((blocks, pack_count));
+    debug_assert_eq!(pack_count, packs.len());
+
+    // Node blocks.
+    let mut node_block = vec![0u32; nodes.len()];
+    node_block
+        .par_chunks_mut(LAYOUT_CHUNK)
+        .zip(starts.par_iter())
+        .enumerate()
+        .for_each(|(c, (out, &(block, _)))| {
+            let mut block = block;
+            for (i, b) in out.iter_mut().enumerate() {
+                let n = c * LAYOUT_CHUNK + i;
+                *b = block as u32;
+                block += own_blocks(n) + opens[n] as usize;
+            }
+        });
+
+    // Everything else, each run in its own ranges of the outputs.
+    let mut pack_block = vec![0u32; packs.len()];
+    let mut order = vec![0u32; nodes.len() + packs.len()];
+    let mut triangle_node_ordinal: Vec<u32> = super::memory::zeroed_vec(blocks);
+    let mut box_parent: Vec<u32> = super::memory::zeroed_vec(blocks);
+    let mut slot_parent: Vec<u32> = Vec::with_capacity(4 * packs.len());
+    super::memory::advise_huge_pages(&slot_parent);
+    slot_parent.resize(4 * packs.len(), NodePointer::INVALID);
+    struct Run<'a> {
+        first_node: usize,
+        first_block: usize,
+        first_pack: usize,
+        pack_block: &'a mut [u32],
+        order: &'a mut [u32],
+        triangle_node_ordinal: &'a mut [u32],
+        box_parent: &'a mut [u32],
+        slot_parent: &'a mut [u32],
+    }
+    let mut runs = Vec::with_capacity(counts.len());
+    {
+        let (mut pb, mut or, mut tn, mut bp, mut sp) = (
+            &mut pack_block[..],
+            &mut order[..],
+            &mut triangle_node_ordinal[..],
+            &mut box_parent[..],
+            &mut slot_parent[..],
+        );
+        for c in 0..counts.len() {
+            let ((b0, p0), (b1, p1)) = (starts[c], starts[c + 1]);
+            let n0 = c * LAYOUT_CHUNK;
+            let n1 = (n0 + LAYOUT_CHUNK).min(nodes.len());
+            let (pb_run, pb_rest) = std::mem::take(&mut pb).split_at_mut(p1 - p0);
+            let (or_run, or_rest) = std::mem::take(&mut or).split_at_mut(n1 - n0 + p1 - p0);
+            let (tn_run, tn_rest) = std::mem::take(&mut tn).split_at_mut(b1 - b0);
+            let (bp_run, bp_rest) = std::mem::take(&mut bp).split_at_mut(b1 - b0);
+            let (sp_run, sp_rest) = std::mem::take(&mut sp).split_at_mut(4 * (p1 - p0));
+            (pb, or, tn, bp, sp) = (pb_rest, or_rest, tn_rest, bp_rest, sp_rest);
+            runs.push(Run {
+                first_node: n0,
+                first_block: b0,
+                first_pack: p0,
+                pack_block: pb_run,
+                order: or_run,
+                triangle_node_ordinal: tn_run,
+                box_parent: bp_run,
+                slot_parent: sp_run,
+            });
+        }
+    }
+    let node_pointer = |n: usize| pointer(node_block[n] as u64, box_type(fp16[n]));
+    // Per run: (max depth, used slots, slot-parent writes into earlier runs' packs).
+    type RunResult = (usize, usize, Vec<(usize, u32)>);
+    let results: Vec<RunResult> = runs
+        .into_par_iter()
+        .map(|run| {
+            let (mut max_depth, mut used) = (0usize, 0usize);
+            let mut spilled = Vec::new();
+            let (mut block, mut pack, mut item) = (run.first_block, run.first_pack, 0);
+            let n1 = (run.first_node + LAYOUT_CHUNK).min(nodes.len());
+            for n in run.first_node..n1 {
+                let node = &nodes[n];
+                debug_assert_eq!(node_block[n] as usize, block);
+                let here = node_pointer(n);
+                let local = block - run.first_block;
+                run.order[item] = n as u32;
+                item += 1;
+                run.box_parent[local] = if node.parent == NO_PARENT {
+                    NodePointer::INVALID
+                } else {
+                    node_pointer(node.parent as usize)
+                };
+                run.triangle_node_ordinal[local] = u32::MAX;
+                if !fp16[n] {
+                    run.box_parent[local + 1] = NodePointer::INVALID;
+                    run.triangle_node_ordinal[local + 1] = u32::MAX;
+                }
+                block += own_blocks(n);
+                max_depth = max_depth.max(node.depth as usize);
+                for slot in node.slots.iter().flatten() {
+                    used += 1;
+                    let Slot::Leaf(l) = *slot else { continue };
+                    let (p, k) = packs.place(l);
+                    let p = p as usize;
+                    let first = if chains { 0 } else { k };
+                    for j in first as usize..=k as usize {
+                        if p >= run.first_pack {
+                            run.slot_parent[4 * (p - run.first_pack) + j] = here;
+                        } else {
+                            spilled.push((4 * p + j, here));
+                        }
+                    }
+                    if chains || k == 0 {
+                        debug_assert_eq!(p, pack);
+                        let local = block - run.first_block;
+                        run.pack_block[p - run.first_pack] = block as u32;
+                        run.order[item] = PACK_ITEM | p as u32;
+                        run.box_parent[local] = NodePointer::INVALID;
+                        run.triangle_node_ordinal[local] = p as u32;
+                        item += 1;
+                        block += 1;
+                        pack += 1;
+                    }
+                }
+            }
+            (max_depth, used, spilled)
+        })
+        .collect();
+    let (mut max_depth, mut box_slots_used) = (0, 0);
+    for (depth, used, spilled) in results {
+        max_depth = max_depth.max(depth);
+        box_slots_used += used;
+        for (i, parent) in spilled {
+            slot_parent[i] = parent;
+        }
+    }
+    Layout {
+        node_block,
+        pack_block,
+        order,
+        triangle_node_ordinal,
+        box_parent,
+        slot_parent,
+        blocks: blocks as u64,
+        max_depth,
+        box_slots_used,
+    }
+}
+
 /// Encodes `tree` into an image and measures it.
 /// With `clusters` (leaf chains), leaf `l` of the tree is cluster `tree.leaves[l]`, stored
 /// as one triangle node whose slots `0..n` hold it, pointed at with `type = n - 1`.
@@ -801,90 +1210,25 @@ pub fn encode(
         })
         .collect();
 
-    // Layout: block address of every box node and every pack, with the per-block side
-    // tables (pushed in block order), the parents of triangle slots and the depth.
-    const UNPLACED: u32 = u32::MAX;
-    let mut node_block = vec![UNPLACED; tree.nodes.len()];
-    let mut pack_block = vec![UNPLACED; packs.len()];
-    let mut next_block: u64 = 0;
-    // Box nodes (n) and triangle nodes (PACK_ITEM | o) in memory order.
-    let mut order: Vec<u32> = Vec::with_capacity(tree.nodes.len() + packs.len());
-    let estimate = tree.nodes.len() + packs.len();
-    let mut triangle_node_ordinal: Vec<u32> = Vec::with_capacity(estimate);
-    let mut box_parent: Vec<u32> = Vec::with_capacity(estimate);
-    let mut slot_parent = vec![NodePointer::INVALID; 4 * packs.len()];
-    let mut metrics = Metrics::default();
-    // A pointer, or INVALID past the 29-bit limit (reported once the layout is done).
-    let pointer = |block: u64, ty: NodeType| {
-        if block < 1 << 29 {
-            NodePointer::new(block, ty).to_u32()
-        } else {
-            NodePointer::INVALID
-        }
+    let Layout {
+        node_block,
+        pack_block,
+        order,
+        triangle_node_ordinal,
+        box_parent,
+        slot_parent,
+        blocks: next_block,
+        max_depth,
+        box_slots_used,
+    } = match options.node_order {
+        NodeOrder::DepthFirst => layout_depth_first(tree, &packs, &fp16, chains),
+        NodeOrder::BreadthFirst => layout_serial(tree, &packs, &fp16, chains, options.node_order),
     };
-    let box_type = |n: usize| {
-        if fp16[n] {
-            NodeType::BoxF16
-        } else {
-            NodeType::BoxF32
-        }
+    let mut metrics = Metrics {
+        max_depth,
+        box_slots_used,
+        ..Metrics::default()
     };
-    // Places box node n (with its parent's pointer and its depth); returns its pointer.
-    let mut place_node = |n: usize, parent: u32, depth: u32| {
-        node_block[n] = next_block as u32;
-        let here = pointer(next_block, box_type(n));
-        order.push(n as u32);
-        box_parent.push(parent);
-        triangle_node_ordinal.push(u32::MAX);
-        if !fp16[n] {
-            box_parent.push(NodePointer::INVALID);
-            triangle_node_ordinal.push(u32::MAX);
-        }
-        next_block += if fp16[n] { 1 } else { 2 };
-        metrics.max_depth = metrics.max_depth.max(depth as usize);
-        for slot in tree.nodes[n].slots.iter().flatten() {
-            metrics.box_slots_used += 1;
-            if let Slot::Leaf(l) = *slot {
-                let (p, k) = packs.place(l);
-                let first = if chains { 0 } else { k };
-                for j in first..=k {
-                    slot_parent[4 * p as usize + j as usize] = here;
-                }
-                if pack_block[p as usize] == UNPLACED {
-                    pack_block[p as usize] = next_block as u32;
-                    order.push(PACK_ITEM | p);
-                    box_parent.push(NodePointer::INVALID);
-                    triangle_node_ordinal.push(p);
-                    next_block += 1;
-                }
-            }
-        }
-        here
-    };
-    match options.node_order {
-        NodeOrder::DepthFirst => {
-            let mut stack = vec![(0usize, NodePointer::INVALID, 1u32)];
-            while let Some((n, parent, depth)) = stack.pop() {
-                let here = place_node(n, parent, depth);
-                for slot in tree.nodes[n].slots.iter().rev().flatten() {
-                    if let Slot::Node(c) = *slot {
-                        stack.push((c as usize, here, depth + 1));
-                    }
-                }
-            }
-        }
-        NodeOrder::BreadthFirst => {
-            let mut queue = VecDeque::from([(0usize, NodePointer::INVALID, 1u32)]);
-            while let Some((n, parent, depth)) = queue.pop_front() {
-                let here = place_node(n, parent, depth);
-                for slot in tree.nodes[n].slots.iter().flatten() {
-                    if let Slot::Node(c) = *slot {
-                        queue.push_back((c as usize, here, depth + 1));
-                    }
-                }
-            }
-        }
-    }
     let blocks = next_block;
     if blocks > 1 << 29 {
         return Err(Error::Other(format!(
@@ -893,6 +1237,7 @@ pub fn encode(
     }
     let blocks = blocks as usize;
     debug_assert_eq!(box_parent.len(), blocks);
+    let box_type = |n: usize| box_type(fp16[n]);
     let node_pointer = |n: usize| NodePointer::new(node_block[n] as u64, box_type(n)).to_u32();
     let leaf_pointer = |l: u32| {
         let (p, k) = packs.place(l);
@@ -903,7 +1248,7 @@ pub fn encode(
         .to_u32()
     };
 
-    let mut bytes = vec![0u8; blocks * 64];
+    let mut bytes: Vec<u8> = super::memory::zeroed_vec(blocks * 64);
     let slot_primitive = packs.slot_primitives();
 
     // The child boxes of box node n as the hardware sees them, and their binary16 bits.
@@ -1077,6 +1422,144 @@ pub fn encode(
 mod tests {
     use super::*;
     use crate::hw::node::{f16_round_down, f16_round_up};
+
+    /// The parallel depth-first layout equals the serial walk (blocks, memory order and all
+    /// side tables) on a grid mesh of 80 000 triangles (many layout runs and packing runs,
+    /// packs shared across run boundaries), with one, two and four triangles per node, leaf
+    /// chains, and mixed box formats, on one and three threads.
+    #[test]
+    fn parallel_layout_matches_the_serial_walk() {
+        use crate::bvh::build::{build_binary, PrimRef};
+        use crate::bvh::cluster::fan_clusters;
+        let size = 201;
+        let mut positions = Vec::new();
+        for y in 0..size {
+            for x in 0..size {
+                let h = ((x * 7 + y * 13) % 11) as f32 * 0.1;
+                positions.push([x as f32, y as f32, h]);
+            }
+        }
+        let mut indices = Vec::new();
+        for y in 0..size - 1 {
+            for x in 0..size - 1 {
+                let v = (y * size + x) as u32;
+                let s = size as u32;
+                indices.push([v, v + 1, v + s + 1]);
+                indices.push([v, v + s + 1, v + s]);
+            }
+        }
+        let mesh = Mesh { positions, indices };
+        let bounds = |tris: &mut dyn Iterator<Item = u32>| {
+            let (mut lo, mut hi) = (Vec3A::INFINITY, Vec3A::NEG_INFINITY);
+            for prim in tris {
+                for v in mesh.triangle(prim) {
+                    lo = lo.min(Vec3A::from(v));
+                    hi = hi.max(Vec3A::from(v));
+                }
+            }
+            (lo, hi)
+        };
+        for (per_node, chains) in [(1u8, false), (2, false), (4, false), (4, true)] {
+            let prims: Vec<u32> = (0..mesh.len() as u32).collect();
+            let clusters = if chains {
+                fan_clusters(&mesh, &prims, per_node)
+            } else {
+                Vec::new()
+            };
+            let mut refs: Vec<PrimRef> = if chains {
+                clusters
+                    .iter()
+                    .enumerate()
+                    .map(|(i, c)| {
+                        let mut tris = c.tris[..c.count as usize].iter().map(|t| t.0);
+                        let (lo, hi) = bounds(&mut tris);
+                        PrimRef::new(lo, hi, i as u32, c.count as u32)
+                    })
+                    .collect()
+            } else {
+                prims
+                    .iter()
+                    .map(|&p| {
+                        let (lo, hi) = bounds(&mut std::iter::once(p));
+                        PrimRef::new(lo, hi, p, 1)
+                    })
+                    .collect()
+            };
+            let binary = build_binary(&mut refs);
+            let tree = Tree4::collapse(binary, refs);
+            let runs = tree
+                .leaves
+                .chunks(PACK_RUN)
+                .map(|leaves| {
+                    if chains {
+                        cluster_packs(leaves, &mesh, &clusters)
+                    } else {
+                        pack_leaves(leaves, &mesh, per_node)
+                    }
+                })
+                .collect();
+            let packs = Packing::new(runs);
+            // Mixed formats: every third node FP32.
+            let fp16: Vec<bool> = (0..tree.nodes.len()).map(|n| n % 3 != 1).collect();
+            let serial = layout_serial(&tree, &packs, &fp16, chains, NodeOrder::DepthFirst);
+            assert!(tree.nodes.len() > 2 * LAYOUT_CHUNK, "{}", tree.nodes.len());
+            assert!(chains || tree.leaves.len() > 2 * PACK_RUN);
+            for threads in [1, 3] {
+                let pool = rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .build()
+                    .unwrap();
+                let parallel = pool.install(|| layout_depth_first(&tree, &packs, &fp16, chains));
+                assert!(
+                    parallel == serial,
+                    "{per_node} per node, chains {chains}, {threads} threads"
+                );
+            }
+        }
+    }
+
+    /// The one-rotation-per-slot search of a node's best slot agrees with the search over
+    /// every slot and rotation, on random partly filled nodes drawn from a few vertices (so
+    /// that shared edges are common).
+    #[test]
+    fn best_slot_matches_the_search_over_all_rotations() {
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move |n: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % n
+        };
+        let vertex = |i: u64| vertex_bits([i as f32, 0.0, 1.0]);
+        let mut agreed = 0;
+        for _ in 0..200_000 {
+            let mut pack = EMPTY_PACK;
+            pack.verts[2] = vertex(0);
+            for v in [0, 1, 3, 4] {
+                if next(3) != 0 {
+                    pack.verts[v] = vertex(1 + next(5));
+                }
+            }
+            for k in 0..4 {
+                if next(4) == 0 {
+                    pack.used[k] = (k as u32, 0);
+                }
+            }
+            // A triangle with the centre at one vertex and two others from the same few.
+            let jc = next(3) as usize;
+            let mut tri = [
+                vertex(1 + next(5)),
+                vertex(1 + next(5)),
+                vertex(1 + next(5)),
+            ];
+            tri[jc] = vertex(0);
+            let fast = pack.best_slot(&tri, jc);
+            let general = pack.best_slot_degenerate(&tri, 1 << jc);
+            assert_eq!(fast, general, "{:?} {:?}", pack.verts, tri);
+            agreed += fast.is_some() as usize;
+        }
+        assert!(agreed > 10_000, "{agreed}");
+    }
 
     /// The bit-level directed rounding agrees with the reference (`hw::node`) on edge cases
     /// and on a million seeded random bit patterns of every magnitude.

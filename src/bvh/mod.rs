@@ -44,6 +44,7 @@ pub mod build;
 pub mod cluster;
 pub mod collapse;
 pub mod encode;
+pub mod memory;
 pub mod mesh;
 pub mod metrics;
 pub mod query;
@@ -175,7 +176,9 @@ pub fn build(mesh: &Mesh, options: &BuildOptions) -> Result<BuiltBvh> {
     let chains = options.leaf_chains && options.triangles_per_node > 1;
     // An indexed collect (written in place), then the rare non-finite triangles (marked
     // with no triangles) are dropped in order.
-    let mut refs: Vec<PrimRef> = (0..mesh.len() as u32)
+    let mut refs: Vec<PrimRef> = Vec::with_capacity(mesh.len());
+    memory::advise_huge_pages(&refs);
+    (0..mesh.len() as u32)
         .into_par_iter()
         .map(|prim| {
             let t = mesh.triangle(prim);
@@ -183,7 +186,7 @@ pub fn build(mesh: &Mesh, options: &BuildOptions) -> Result<BuiltBvh> {
             let [a, b, c] = t.map(Vec3A::from);
             PrimRef::new(a.min(b).min(c), a.max(b).max(c), prim, finite as u32)
         })
-        .collect();
+        .collect_into_vec(&mut refs);
     let dropped_nan_triangles = refs.par_iter().filter(|r| r.triangles() == 0).count();
     if dropped_nan_triangles > 0 {
         refs.retain(|r| r.triangles() != 0);
