@@ -75,12 +75,11 @@ impl Tree4 {
         // Filled in parallel (an indexed collect writes in place), so that the fresh pages
         // are mapped by all threads.
         let mut nodes: Vec<Node4> = Vec::with_capacity(bin.boxes as usize);
-        super::memory::advise_huge_pages(&nodes);
         (0..bin.boxes)
             .into_par_iter()
             .map(|_| EMPTY_NODE)
             .collect_into_vec(&mut nodes);
-        let mut leaves: Vec<u32> = super::memory::zeroed_vec(refs.len());
+        let mut leaves: Vec<u32> = vec![0; refs.len()];
         let collapser = Collapser {
             nodes: bin.nodes(),
             sizes: &bin.subtree_sizes,

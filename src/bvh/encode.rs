@@ -475,7 +475,6 @@ impl Packing {
     /// Per triangle slot `4 * o + k`: the primitive id, or `u32::MAX`.
     fn slot_primitives(&self) -> Vec<u32> {
         let mut out = Vec::with_capacity(4 * self.len());
-        super::memory::advise_huge_pages(&out);
         for run in &self.runs {
             out.extend_from_slice(bytemuck::cast_slice(&run.prims));
         }
@@ -1045,10 +1044,9 @@ fn layout_depth_first(tree: &Tree4, packs: &Packing, fp16: &[bool], chains: bool
     // Everything else, each run in its own ranges of the outputs.
     let mut pack_block = vec![0u32; packs.len()];
     let mut order = vec![0u32; nodes.len() + packs.len()];
-    let mut triangle_node_ordinal: Vec<u32> = super::memory::zeroed_vec(blocks);
-    let mut box_parent: Vec<u32> = super::memory::zeroed_vec(blocks);
+    let mut triangle_node_ordinal: Vec<u32> = vec![0; blocks];
+    let mut box_parent: Vec<u32> = vec![0; blocks];
     let mut slot_parent: Vec<u32> = Vec::with_capacity(4 * packs.len());
-    super::memory::advise_huge_pages(&slot_parent);
     slot_parent.resize(4 * packs.len(), NodePointer::INVALID);
     struct Run<'a> {
         first_node: usize,
@@ -1248,7 +1246,7 @@ pub fn encode(
         .to_u32()
     };
 
-    let mut bytes: Vec<u8> = super::memory::zeroed_vec(blocks * 64);
+    let mut bytes: Vec<u8> = vec![0; blocks * 64];
     let slot_primitive = packs.slot_primitives();
 
     // The child boxes of box node n as the hardware sees them, and their binary16 bits.

@@ -44,7 +44,6 @@ pub mod build;
 pub mod cluster;
 pub mod collapse;
 pub mod encode;
-pub mod memory;
 pub mod mesh;
 pub mod metrics;
 pub mod query;
@@ -177,7 +176,6 @@ pub fn build(mesh: &Mesh, options: &BuildOptions) -> Result<BuiltBvh> {
     // An indexed collect (written in place), then the rare non-finite triangles (marked
     // with no triangles) are dropped in order.
     let mut refs: Vec<PrimRef> = Vec::with_capacity(mesh.len());
-    memory::advise_huge_pages(&refs);
     (0..mesh.len() as u32)
         .into_par_iter()
         .map(|prim| {
