@@ -209,7 +209,7 @@ fn bin_of(v: Vec3A) -> [usize; 3] {
 /// right (see [`super::collapse`]).
 pub fn build_binary(refs: &mut [PrimRef]) -> BinaryTree {
     assert!(!refs.is_empty());
-    let mut words: Vec<[u32; 9]> = vec![[0; 9]; refs.len() - 1];
+    let mut words = vec![[0u32; 9]; refs.len() - 1];
     let nodes: &mut [Node2] = bytemuck::cast_slice_mut(&mut words);
     let mut subtree_sizes = vec![[0u32; 2]; refs.len() - 1];
     // Bounds and (doubled) centroid bounds in one pass, in chunks of a fixed size merged in

@@ -82,15 +82,8 @@ pub fn run(args: BenchArgs) -> Result<i32> {
     let pool = super::thread_pool(Some(args.threads))?;
     let mut builds: Vec<SimdPath> = Vec::new();
     for arg in &args.simd {
-        let simd = arg.path();
-        if !simd.is_supported() {
-            return Err(Error::field(
-                "--simd",
-                format!("{} needs CPU features this machine lacks", simd.name()),
-            ));
-        }
         // `auto` names the build it resolves to; each build once.
-        let simd = simd.resolve();
+        let simd = arg.path()?.resolve();
         if !builds.contains(&simd) {
             builds.push(simd);
         }

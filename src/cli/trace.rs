@@ -35,12 +35,20 @@ pub enum SimdArg {
 }
 
 impl SimdArg {
-    pub fn path(self) -> SimdPath {
-        match self {
+    /// The build, refused (naming `--simd`) when this CPU lacks its features.
+    pub fn path(self) -> Result<SimdPath> {
+        let simd = match self {
             SimdArg::Auto => SimdPath::Auto,
             SimdArg::Portable => SimdPath::Portable,
             SimdArg::Avx2 => SimdPath::Avx2,
+        };
+        if !simd.is_supported() {
+            return Err(Error::field(
+                "--simd",
+                format!("{} needs CPU features this machine lacks", simd.name()),
+            ));
         }
+        Ok(simd)
     }
 }
 
@@ -111,13 +119,7 @@ pub fn run(args: TraceArgs) -> Result<i32> {
         .num_threads(threads)
         .build()
         .map_err(|e| Error::Other(format!("cannot start {threads} threads: {e}")))?;
-    let simd = args.simd.path();
-    if !simd.is_supported() {
-        return Err(Error::field(
-            "--simd",
-            format!("{} needs CPU features this machine lacks", simd.name()),
-        ));
-    }
+    let simd = args.simd.path()?;
     let mesh = Mesh::load_obj(&args.mesh)?;
     let rays = read_rays(&args.rays)?;
     let start = Instant::now();

@@ -202,12 +202,6 @@ pub struct LaneOutput {
     pub clocks: u32,
 }
 
-/// The wave loop's builds (the `SIMD` parameter of [`WaveRun::trace_wave_on`]): portable
-/// (`wide` only) and AVX2 (box lanes in pairs).
-pub(crate) const SIMD_PORTABLE: u8 = 0;
-/// See [`SIMD_PORTABLE`].
-pub(crate) const SIMD_AVX2: u8 = 1;
-
 /// What every wave of a dispatch shares: the instruction, the traversal shader, the root
 /// node, the primitive-id map and the query.
 pub struct WaveRun<'a, T, P: ?Sized> {
@@ -245,16 +239,16 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
         out: &mut [LaneOutput],
         counters: &mut Counters,
     ) {
-        self.trace_wave_on::<W, SIMD_PORTABLE>(wave_index, rays, wave, out, counters);
+        self.trace_wave_on::<W, false>(wave_index, rays, wave, out, counters);
     }
 
-    /// [`Self::trace_wave`] in one of the loop's vector builds: with [`SIMD_AVX2`], box lanes
-    /// are tested two at a time ([`box_query_pair`]); the results are the same.
+    /// [`Self::trace_wave`]; with `AVX2`, box lanes are tested two at a time
+    /// ([`box_query_pair`]: the same results).
     ///
-    /// `SIMD` above [`SIMD_PORTABLE`] only from code that runs after checking that the CPU
-    /// has the features (the tracer's builds of the loop).
+    /// `AVX2 = true` only from code that runs after checking that the CPU has AVX2 (the
+    /// tracer's AVX2 build of the loop).
     #[inline(always)]
-    pub(crate) fn trace_wave_on<const W: usize, const SIMD: u8>(
+    pub(crate) fn trace_wave_on<const W: usize, const AVX2: bool>(
         &self,
         wave_index: u64,
         rays: &[Ray],
@@ -336,14 +330,14 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
                     continue;
                 };
                 #[cfg(target_arch = "x86_64")]
-                if SIMD >= SIMD_AVX2 && box_lanes != 0 {
+                if AVX2 && box_lanes != 0 {
                     // Pair lane i with the next box lane.
                     let j = box_lanes.trailing_zeros() as usize;
                     let node_j = wave.node[j];
                     if let Some(b_j) = intersector.cached_box_of_box_pointer(node_j) {
                         let (mut ci, mut cj) = ([0u32; 4], [0u32; 4]);
                         let rays = [&wave.ray[i], &wave.ray[j]];
-                        // SAFETY: SIMD_AVX2 is set only where the CPU has AVX2.
+                        // SAFETY: AVX2 is set only where the CPU has AVX2 (see above).
                         let pair = unsafe {
                             box_query_pair([b, b_j], rays, grow, sort, [&mut ci, &mut cj])
                         };

@@ -6,11 +6,9 @@
 //! per-block counters are merged in block order, so hits and counters are identical for any
 //! number of threads.
 
-#[cfg(target_arch = "x86_64")]
-use super::SIMD_AVX2;
 use super::{
     hit_from_dwords, FullStack, LaneOutput, LaneState, LeafChains, PrimitiveIds, Query, Traversal,
-    WaveRun, SIMD_PORTABLE,
+    WaveRun,
 };
 use crate::bvh::query::barycentrics_f64;
 use crate::bvh::{BvhImage, Mesh};
@@ -87,16 +85,10 @@ impl SimdPath {
     /// The build that runs: `Auto` becomes the fastest supported one, and a build the CPU
     /// lacks falls back to the next slower one.
     pub fn resolve(self) -> SimdPath {
-        let order = [SimdPath::Avx2, SimdPath::Portable];
-        let start = match self {
-            SimdPath::Auto | SimdPath::Avx2 => 0,
-            SimdPath::Portable => 1,
-        };
-        order[start..]
-            .iter()
-            .copied()
-            .find(|p| p.is_supported())
-            .unwrap_or(SimdPath::Portable)
+        match self {
+            SimdPath::Auto | SimdPath::Avx2 if SimdPath::Avx2.is_supported() => SimdPath::Avx2,
+            _ => SimdPath::Portable,
+        }
     }
 }
 
@@ -388,7 +380,7 @@ impl WaveTracer {
                 // SAFETY: `resolve` returns Avx2 only when the CPU has AVX2.
                 #[cfg(target_arch = "x86_64")]
                 SimdPath::Avx2 => unsafe { job.run_avx2(rays, &mut wave, out, &mut local) },
-                _ => job.run::<_, SIMD_PORTABLE>(rays, &mut wave, out, &mut local),
+                _ => job.run::<_, false>(rays, &mut wave, out, &mut local),
             }
             local
         };
@@ -438,7 +430,7 @@ struct WaveBlock<'a, T, P: ?Sized> {
 impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveBlock<'_, T, P> {
     /// Traces `rays` in waves of `W` (wave indices from `first_wave`).
     #[inline(always)]
-    fn run<const W: usize, const SIMD: u8>(
+    fn run<const W: usize, const AVX2: bool>(
         &self,
         rays: &[Ray],
         wave: &mut Wave<W, LaneState<T::Lane>>,
@@ -448,7 +440,7 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveBlock<'_, T, P> {
         for (w, (rays, out)) in rays.chunks(W).zip(out.chunks_mut(W)).enumerate() {
             let index = self.first_wave + w as u64;
             self.run
-                .trace_wave_on::<W, SIMD>(index, rays, wave, out, counters);
+                .trace_wave_on::<W, AVX2>(index, rays, wave, out, counters);
         }
     }
 
@@ -467,7 +459,7 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveBlock<'_, T, P> {
         out: &mut [LaneOutput],
         counters: &mut Counters,
     ) {
-        self.run::<W, SIMD_AVX2>(rays, wave, out, counters);
+        self.run::<W, true>(rays, wave, out, counters);
     }
 }
 
