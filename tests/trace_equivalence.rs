@@ -10,7 +10,7 @@ use wavetrace::bvh::{build, closest_hit_scalar, BoxFormat, BuildOptions, Mesh};
 use wavetrace::counters::Counters;
 use wavetrace::hw::TriangleReturnMode;
 use wavetrace::math::{Hit, Ray};
-use wavetrace::traverse::{PrimitiveIds, SimdPath, WaveTracer, WaveTracerConfig};
+use wavetrace::traverse::{PrimitiveIds, Schedule, SimdPath, WaveTracer, WaveTracerConfig};
 use wavetrace::wave::{Tracer, WaveWidth};
 
 /// A seeded soup: random small triangles in a box, plus a grid of shared-edge triangles
@@ -169,36 +169,75 @@ fn wave_tracer_matches_the_scalar_traversal() {
     }
 }
 
-/// The portable and AVX2 builds of the wave loop: identical hits, per-ray clocks and
-/// counters (the AVX2 build tests box lanes in pairs, and falls back lane by lane).
+/// Every build of the wave loop (portable, AVX2) and both host schedules (lockstep, by-lane):
+/// identical hits, per-ray clocks and counters to the portable lockstep loop. The AVX2 build
+/// tests box lanes in pairs; the by-lane schedule rebuilds the wave's counters from each
+/// lane's steps, so it is checked here on lanes that take every path: NaN and infinite
+/// registers, out-of-bounds pointers (a descriptor that maps only part of the image) and user
+/// nodes (child pointers turned into type 6), as well as plain box and triangle queries.
 #[test]
-fn every_simd_build_gives_the_same_hits_and_counters() {
-    if !SimdPath::Avx2.is_supported() {
-        eprintln!("no AVX2 on this CPU: only the portable build exists here");
-        return;
-    }
+fn every_build_and_schedule_gives_the_same_hits_and_counters() {
     let mut rng = Rng(0xE0_0004);
     let mesh = mesh(&mut rng);
     let rays = rays(&mut rng, 20_000);
-    for opts in [
-        BuildOptions::default(),
-        BuildOptions {
-            box_format: BoxFormat::Fp32,
-            triangles_per_node: 1,
-            ..Default::default()
-        },
+    let mut images: Vec<(&str, wavetrace::bvh::BvhImage)> = Vec::new();
+    for (name, opts) in [
+        ("default", BuildOptions::default()),
+        (
+            "fp32, 1 triangle per node",
+            BuildOptions {
+                box_format: BoxFormat::Fp32,
+                triangles_per_node: 1,
+                ..Default::default()
+            },
+        ),
+        (
+            "leaf chains",
+            BuildOptions {
+                triangles_per_node: 4,
+                leaf_chains: true,
+                ..Default::default()
+            },
+        ),
     ] {
-        let built = build(&mesh, &opts).unwrap();
+        images.push((name, build(&mesh, &opts).unwrap().image));
+    }
+    let default = images[0].1.clone();
+    // Half of the image out of the descriptor's range.
+    let mut truncated = default.clone();
+    truncated.descriptor.size_minus_one = (default.bytes.len() as u64 / 64) / 2;
+    images.push(("truncated descriptor", truncated));
+    images.push(("user nodes", with_user_nodes(&default)));
+
+    let combos = [
+        (SimdPath::Portable, Schedule::Lockstep),
+        (SimdPath::Portable, Schedule::ByLane),
+        (SimdPath::Avx2, Schedule::Lockstep),
+        (SimdPath::Avx2, Schedule::ByLane),
+    ];
+    for (name, image) in &images {
+        let image = std::sync::Arc::new(image.clone());
         for wave in [WaveWidth::W32, WaveWidth::W64] {
-            let run = |simd: SimdPath| {
+            let run = |simd: SimdPath, schedule: Schedule| {
                 let config = WaveTracerConfig {
                     wave,
                     simd,
+                    schedule,
                     parallel: false,
                     ..Default::default()
                 };
-                assert_eq!(config.simd.resolve(), simd);
-                let tracer = WaveTracer::new(&built.image, &mesh, config);
+                let ids = image.clone();
+                let mut tracer = WaveTracer::from_parts(
+                    image.bytes.clone(),
+                    0,
+                    image.descriptor,
+                    image.root,
+                    Box::new(move |ptr: u32, dwords: &[u32; 4]| ids.primitive_id(ptr, dwords)),
+                    config,
+                );
+                if image.leaf_chains {
+                    tracer = WaveTracer::new(&image, &mesh, config);
+                }
                 let mut hits = vec![Hit::MISS; rays.len()];
                 let mut clocks = vec![0u32; rays.len()];
                 let mut counters = Counters::default();
@@ -208,15 +247,59 @@ fn every_simd_build_gives_the_same_hits_and_counters() {
                 tracer.any_hits(&rays, &mut occluded, &mut any_counters);
                 (hits, clocks, counters, occluded, any_counters)
             };
-            let (portable, avx2) = (run(SimdPath::Portable), run(SimdPath::Avx2));
-            assert!(portable.0 == avx2.0, "hits differ");
-            assert!(portable.1 == avx2.1, "clocks differ");
-            assert!(portable.2 == avx2.2, "counters differ");
-            assert!(portable.3 == avx2.3, "any-hit results differ");
-            assert!(portable.4 == avx2.4, "any-hit counters differ");
-            assert!(portable.2.td_box_queries > 0 && portable.2.rays_hit > 0);
+            let reference = run(combos[0].0, combos[0].1);
+            let c = &reference.2;
+            assert!(c.td_box_queries > 0 && c.rays_hit > 0, "{name}");
+            assert!(c.lanes_nan > 0 && c.lanes_inf_origin > 0, "{name}");
+            match *name {
+                "truncated descriptor" => assert!(c.td_out_of_bounds > 0),
+                "user nodes" => assert!(c.td_user_nodes > 0),
+                _ => {}
+            }
+            for &(simd, schedule) in &combos[1..] {
+                if !simd.is_supported() {
+                    eprintln!("no {} build on this CPU", simd.name());
+                    continue;
+                }
+                let other = run(simd, schedule);
+                let what = format!("{name}, wave{}, {simd:?}, {schedule:?}", wave.lanes());
+                assert!(other.0 == reference.0, "hits differ: {what}");
+                assert!(other.1 == reference.1, "clocks differ: {what}");
+                assert_eq!(other.2, reference.2, "counters differ: {what}");
+                assert!(other.3 == reference.3, "any-hit results differ: {what}");
+                assert_eq!(other.4, reference.4, "any-hit counters differ: {what}");
+            }
         }
     }
+}
+
+/// `image` with one child pointer of every fifth box node (from the root, depth first)
+/// turned into a user node (type 6, same address): lanes that reach it are not tested and
+/// go on with their stack.
+fn with_user_nodes(image: &wavetrace::bvh::BvhImage) -> wavetrace::bvh::BvhImage {
+    let mut out = image.clone();
+    let mut todo = vec![image.root];
+    let mut boxes = 0;
+    while let Some(p) = todo.pop() {
+        if p == u32::MAX || p & 6 != 4 {
+            continue;
+        }
+        let at = (p >> 3) as usize * 64;
+        let children: Vec<u32> = (0..4)
+            .map(|c| {
+                u32::from_le_bytes(image.bytes[at + 4 * c..at + 4 * c + 4].try_into().unwrap())
+            })
+            .collect();
+        todo.extend(&children);
+        boxes += 1;
+        if boxes % 5 == 0 {
+            if let Some(c) = children.iter().position(|&c| c != u32::MAX) {
+                let user = (children[c] & !7) | 6;
+                out.bytes[at + 4 * c..at + 4 * c + 4].copy_from_slice(&user.to_le_bytes());
+            }
+        }
+    }
+    out
 }
 
 #[test]

@@ -12,7 +12,7 @@ use wavetrace::counters::Counters;
 use wavetrace::hw::peak::{SERIES_S, SERIES_X};
 use wavetrace::math::Hit;
 use wavetrace::traverse::rayfile::{encode_hits, read_rays, write_atomically};
-use wavetrace::traverse::{SimdPath, Strategy, WaveTracer, WaveTracerConfig};
+use wavetrace::traverse::{Schedule, SimdPath, Strategy, WaveTracer, WaveTracerConfig};
 use wavetrace::wave::{Tracer, WaveWidth};
 use wavetrace::{Error, Result};
 
@@ -52,6 +52,21 @@ impl SimdArg {
     }
 }
 
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum ScheduleArg {
+    Lockstep,
+    ByLane,
+}
+
+impl ScheduleArg {
+    pub fn schedule(self) -> Schedule {
+        match self {
+            ScheduleArg::ByLane => Schedule::ByLane,
+            ScheduleArg::Lockstep => Schedule::Lockstep,
+        }
+    }
+}
+
 #[derive(clap::Args)]
 pub struct TraceArgs {
     /// Mesh (.obj or .obj.gz).
@@ -83,6 +98,11 @@ pub struct TraceArgs {
     /// Hits and counters are the same for every build.
     #[arg(long, value_enum, default_value = "auto")]
     pub simd: SimdArg,
+    /// Host order of a wave's lanes: lockstep (one step of every lane at a time, as the
+    /// hardware) or by-lane (each lane runs to its end and the wave's counters are rebuilt
+    /// per step: a slower, independent cross-check). Hits and counters are the same.
+    #[arg(long, value_enum, default_value = "lockstep")]
+    pub schedule: ScheduleArg,
     /// Write the instruction's own t (t_num / t_denom) instead of recomputing the hit
     /// triangle's plane distance in f64 (see `bvh::plane_distance_f64`).
     #[arg(long)]
@@ -105,6 +125,8 @@ struct Stats<'a> {
     threads: usize,
     /// The build of the wave loop that ran (`portable` or `avx2`).
     simd: &'static str,
+    /// The host order of a wave's lanes (`by-lane` or `lockstep`).
+    schedule: &'static str,
     /// The merged counters (also inside `report`).
     counters: &'a Counters,
     report: &'a Report,
@@ -137,6 +159,7 @@ pub fn run(args: TraceArgs) -> Result<i32> {
         },
         parallel: threads > 1,
         simd,
+        schedule: args.schedule.schedule(),
     };
     let tracer = WaveTracer::new(&built.image, &mesh, config);
     let mut hits = vec![Hit::MISS; rays.len()];
@@ -160,13 +183,14 @@ pub fn run(args: TraceArgs) -> Result<i32> {
         &config.console,
     );
     println!(
-        "{}: {} triangles, BVH built in {:.3} s; {}: traced in {:.3} s ({} build)",
+        "{}: {} triangles, BVH built in {:.3} s; {}: traced in {:.3} s ({} build, {})",
         args.mesh.display(),
         mesh.len(),
         build_seconds,
         args.rays.display(),
         trace_seconds,
-        config.simd.resolve().name()
+        config.simd.resolve().name(),
+        config.schedule.name()
     );
     print!("{}", report.table());
     if let Some(path) = &args.stats {
@@ -180,6 +204,7 @@ pub fn run(args: TraceArgs) -> Result<i32> {
             trace_seconds,
             threads,
             simd: config.simd.resolve().name(),
+            schedule: config.schedule.name(),
             counters: &counters,
             report: &report,
         };

@@ -10,6 +10,7 @@
 //! Strategies: [`FullStack`] (the default: a complete per-lane stack). Short stacks with
 //! restart or stackless walk-back plug in through the same trait (issue 6).
 
+mod by_lane;
 mod chains;
 pub mod rayfile;
 pub mod short_stack;
@@ -19,7 +20,7 @@ mod tracer;
 
 pub use chains::LeafChains;
 pub use stack::FullStack;
-pub use tracer::{SimdPath, Strategy, WaveTracer, WaveTracerConfig};
+pub use tracer::{Schedule, SimdPath, Strategy, WaveTracer, WaveTracerConfig};
 
 /// Maps an accepted triangle (its pointer and the instruction's four dwords) to the
 /// application's primitive id (`u32::MAX` for none).

@@ -6,6 +6,7 @@
 //! per-block counters are merged in block order, so hits and counters are identical for any
 //! number of threads.
 
+use super::by_lane::ByLaneScratch;
 use super::{
     hit_from_dwords, FullStack, LaneOutput, LaneState, LeafChains, PrimitiveIds, Query, Traversal,
     WaveRun,
@@ -92,6 +93,31 @@ impl SimdPath {
     }
 }
 
+/// In which order the host runs the lanes of a wave. Every schedule gives the same hits and
+/// counters (the wave's steps are the hardware's either way); they differ in speed only.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize)]
+pub enum Schedule {
+    /// Step by step, as the hardware runs a wave: each step issues the instruction for every
+    /// active lane ([`super::WaveRun::trace_wave`]). The default: the faster one here.
+    #[default]
+    Lockstep,
+    /// Lane by lane: each lane runs its traversal to the end, and the wave's counters are
+    /// rebuilt from each lane's steps (see `traverse::by_lane`). An independent second
+    /// computation of the wave's counters; about 1.4x slower than lockstep on this machine
+    /// (one lane's steps form one dependency chain, where lockstep overlaps 32 or 64).
+    ByLane,
+}
+
+impl Schedule {
+    /// Name used on the command line and in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Schedule::Lockstep => "lockstep",
+            Schedule::ByLane => "by-lane",
+        }
+    }
+}
+
 /// How a [`WaveTracer`] runs.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct WaveTracerConfig {
@@ -105,6 +131,8 @@ pub struct WaveTracerConfig {
     pub parallel: bool,
     /// The build of the wave loop (results are the same for every build).
     pub simd: SimdPath,
+    /// The host's order of a wave's lanes (results are the same for every schedule).
+    pub schedule: Schedule,
 }
 
 impl Default for WaveTracerConfig {
@@ -115,6 +143,7 @@ impl Default for WaveTracerConfig {
             strategy: Strategy::FullStack,
             parallel: true,
             simd: SimdPath::Auto,
+            schedule: Schedule::default(),
         }
     }
 }
@@ -363,9 +392,9 @@ impl WaveTracer {
         let intersector = self.intersector();
         let block = CHUNK_WAVES * W;
         let simd = self.config.simd.resolve();
+        let schedule = self.config.schedule;
         let run_block = |(b, (rays, out)): (usize, (&[Ray], &mut [LaneOutput]))| {
             let mut local = Counters::default();
-            let mut wave: Box<Wave<W, LaneState<T::Lane>>> = Box::new(Wave::new(0));
             let job = WaveBlock {
                 run: WaveRun {
                     intersector: &intersector,
@@ -376,11 +405,27 @@ impl WaveTracer {
                 },
                 first_wave: (b * CHUNK_WAVES) as u64,
             };
-            match simd {
-                // SAFETY: `resolve` returns Avx2 only when the CPU has AVX2.
-                #[cfg(target_arch = "x86_64")]
-                SimdPath::Avx2 => unsafe { job.run_avx2(rays, &mut wave, out, &mut local) },
-                _ => job.run::<_, false>(rays, &mut wave, out, &mut local),
+            match schedule {
+                Schedule::Lockstep => {
+                    let mut wave: Box<Wave<W, LaneState<T::Lane>>> = Box::new(Wave::new(0));
+                    match simd {
+                        // SAFETY: `resolve` returns Avx2 only when the CPU has AVX2.
+                        #[cfg(target_arch = "x86_64")]
+                        SimdPath::Avx2 => unsafe { job.run_avx2(rays, &mut wave, out, &mut local) },
+                        _ => job.run::<_, false>(rays, &mut wave, out, &mut local),
+                    }
+                }
+                Schedule::ByLane => {
+                    let mut scratch = ByLaneScratch::default();
+                    match simd {
+                        // SAFETY: `resolve` returns Avx2 only when the CPU has AVX2.
+                        #[cfg(target_arch = "x86_64")]
+                        SimdPath::Avx2 => unsafe {
+                            job.run_by_lane_avx2::<W>(rays, &mut scratch, out, &mut local)
+                        },
+                        _ => job.run_by_lane::<W>(rays, &mut scratch, out, &mut local),
+                    }
+                }
             }
             local
         };
@@ -460,6 +505,40 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveBlock<'_, T, P> {
         counters: &mut Counters,
     ) {
         self.run::<W, true>(rays, wave, out, counters);
+    }
+}
+
+impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveBlock<'_, T, P> {
+    /// Traces `rays` in waves of `W` (wave indices from `first_wave`), lane by lane.
+    #[inline(always)]
+    fn run_by_lane<const W: usize>(
+        &self,
+        rays: &[Ray],
+        scratch: &mut ByLaneScratch<T::Lane>,
+        out: &mut [LaneOutput],
+        counters: &mut Counters,
+    ) {
+        for (w, (rays, out)) in rays.chunks(W).zip(out.chunks_mut(W)).enumerate() {
+            let index = self.first_wave + w as u64;
+            self.run
+                .trace_wave_by_lane::<W>(index, rays, scratch, out, counters);
+        }
+    }
+
+    /// [`Self::run_by_lane`] compiled for AVX2 (the same f32 operations: bit-identical).
+    ///
+    /// # Safety
+    /// The CPU must support AVX2.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
+    unsafe fn run_by_lane_avx2<const W: usize>(
+        &self,
+        rays: &[Ray],
+        scratch: &mut ByLaneScratch<T::Lane>,
+        out: &mut [LaneOutput],
+        counters: &mut Counters,
+    ) {
+        self.run_by_lane::<W>(rays, scratch, out, counters);
     }
 }
 

@@ -80,6 +80,36 @@ impl WaveCost {
         });
     }
 
+    /// The sums of a `width`-lane wave that ran `iterations` steps, `charged` of which
+    /// reached the TD (had at least one tested lane), from its lanes' totals.
+    pub fn from_lane_totals(
+        width: usize,
+        iterations: u64,
+        charged: u64,
+        totals: &LaneTotals,
+    ) -> WaveCost {
+        let clocks = totals.box_queries + totals.triangle_tests;
+        debug_assert!(charged <= iterations && (charged == 0) == (clocks == 0));
+        WaveCost {
+            iterations,
+            lane_steps: totals.lane_steps,
+            nan: totals.nan,
+            inf_origin: totals.inf_origin,
+            user_nodes: totals.user_nodes,
+            out_of_bounds: totals.out_of_bounds,
+            td: TdCounters {
+                clocks,
+                instructions: charged,
+                box_queries: totals.box_queries,
+                aabb_tests: 4 * totals.box_queries,
+                aabb_useful: totals.aabb_useful,
+                triangle_tests: totals.triangle_tests,
+                lanes_active: clocks,
+                lanes_available: width as u64 * charged,
+            },
+        }
+    }
+
     /// Adds the sums to `counters`: totals, and TD `wave_index mod TDs` on both consoles.
     pub fn charge(&self, counters: &mut Counters, wave_index: u64) {
         let td = &self.td;
@@ -106,6 +136,36 @@ impl WaveCost {
         counters.per_td.series_s[s].merge(td);
         let x = (wave_index % counters.per_td.series_x.len() as u64) as usize;
         counters.per_td.series_x[x].merge(td);
+    }
+}
+
+/// What the lanes of one wave did, summed over lanes and steps (the lane-by-lane schedule
+/// counts these, then [`WaveCost::from_lane_totals`] rebuilds the wave's sums).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LaneTotals {
+    /// Steps the lanes were in exec.
+    pub lane_steps: u64,
+    pub box_queries: u64,
+    /// Box-query slots holding a real child.
+    pub aabb_useful: u64,
+    pub triangle_tests: u64,
+    pub user_nodes: u64,
+    pub out_of_bounds: u64,
+    pub nan: u64,
+    pub inf_origin: u64,
+}
+
+impl LaneTotals {
+    /// Adds one lane query's cost (its `clocks` field is not read).
+    #[inline]
+    pub fn add(&mut self, cost: &InstructionCost) {
+        self.box_queries += cost.box_queries as u64;
+        self.aabb_useful += cost.aabb_useful as u64;
+        self.triangle_tests += cost.triangle_tests as u64;
+        self.user_nodes += cost.user_nodes as u64;
+        self.out_of_bounds += cost.out_of_bounds as u64;
+        self.nan += cost.nan as u64;
+        self.inf_origin += cost.inf_origin as u64;
     }
 }
 
