@@ -167,8 +167,9 @@ fn read_json(path: &std::path::Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
-/// `wavetrace bench`: both builds side by side (where the CPU has AVX2), the same TD clocks
-/// per ray as `trace` reports, the JSON rows; and clear errors for bad arguments.
+/// `wavetrace bench`: both builds and both schedules side by side (builds where the CPU has
+/// AVX2), the same TD clocks per ray as `trace` reports, the JSON rows; and clear errors for
+/// bad arguments.
 #[test]
 fn bench_compares_builds_and_reports_clocks() {
     // 100 rays through the quad (each hits one of its two triangles) and 100 past it.
@@ -194,20 +195,27 @@ fn bench_compares_builds_and_reports_clocks() {
         "--simd",
         "portable",
         "auto",
+        "--schedule",
+        "lockstep",
+        "by-lane",
         "--json",
         json.to_str().unwrap(),
     ]);
     assert!(
-        table.contains("identical in every repetition and build"),
+        table.contains("identical in every repetition, build and schedule"),
         "{table}"
     );
     let v = read_json(&json);
     let rows = v["rows"].as_array().unwrap();
     // `auto` resolves to the AVX2 build where the CPU has it, else to `portable` (listed once).
-    let builds: Vec<&str> = rows.iter().map(|r| r["simd"].as_str().unwrap()).collect();
-    assert_eq!(builds[0], "portable");
+    let builds: Vec<(&str, &str)> = rows
+        .iter()
+        .map(|r| (r["simd"].as_str().unwrap(), r["schedule"].as_str().unwrap()))
+        .collect();
+    let portable = [("portable", "lockstep"), ("portable", "by-lane")];
+    let avx2 = [("avx2", "lockstep"), ("avx2", "by-lane")];
     assert!(
-        builds.len() == 1 || builds == ["portable", "avx2"],
+        builds == portable || builds == [portable, avx2].concat(),
         "{builds:?}"
     );
     // The same clocks as `trace --stats` on the same rays.

@@ -1,12 +1,12 @@
 //! `wavetrace bench MESH --rays FILE...`: the wave model's trace speed, measured in one
 //! process. The BVH is built once; every ray file is traced `--repeat` times with each
-//! requested build of the wave loop, alternating builds and files within each repetition so
-//! that a shared machine's drift falls on all of them alike. Reports the best and the median
-//! rate (the best is the least disturbed run), and checks that every repetition and every
-//! build gave the same hits and counters.
+//! requested build of the wave loop and host schedule, alternating them and the files within
+//! each repetition so that a shared machine's drift falls on all of them alike. Reports the
+//! best and the median rate (the best is the least disturbed run), and checks that every
+//! repetition, build and schedule gave the same hits and counters.
 
 use super::bvh::BuildArgs;
-use super::trace::SimdArg;
+use super::trace::{ScheduleArg, SimdArg};
 use serde::Serialize;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -14,7 +14,7 @@ use wavetrace::bvh::{self, Mesh};
 use wavetrace::counters::Counters;
 use wavetrace::math::{Hit, Ray};
 use wavetrace::traverse::rayfile::read_rays;
-use wavetrace::traverse::{SimdPath, WaveTracer, WaveTracerConfig};
+use wavetrace::traverse::{Schedule, SimdPath, WaveTracer, WaveTracerConfig};
 use wavetrace::wave::{Tracer, WaveWidth};
 use wavetrace::{Error, Result};
 
@@ -37,6 +37,9 @@ pub struct BenchArgs {
     /// Builds of the wave loop to compare (e.g. `--simd portable avx2`).
     #[arg(long, value_enum, num_args = 1.., default_value = "auto")]
     pub simd: Vec<SimdArg>,
+    /// Host schedules of a wave's lanes to compare (e.g. `--schedule lockstep by-lane`).
+    #[arg(long, value_enum, num_args = 1.., default_value = "lockstep")]
+    pub schedule: Vec<ScheduleArg>,
     #[command(flatten)]
     pub build: BuildArgs,
     /// Also write the results as JSON here.
@@ -49,6 +52,7 @@ pub struct BenchArgs {
 struct Row {
     rays_file: String,
     simd: &'static str,
+    schedule: &'static str,
     rays: usize,
     /// Rays per second of the fastest repetition, and the median.
     best_rays_per_second: f64,
@@ -80,12 +84,15 @@ pub fn run(args: BenchArgs) -> Result<i32> {
     let wave = WaveWidth::from_lanes(args.wave)
         .ok_or_else(|| Error::field("--wave", format!("is {}, must be 32 or 64", args.wave)))?;
     let pool = super::thread_pool(Some(args.threads))?;
-    let mut builds: Vec<SimdPath> = Vec::new();
+    let mut builds: Vec<(SimdPath, Schedule)> = Vec::new();
     for arg in &args.simd {
-        // `auto` names the build it resolves to; each build once.
+        // `auto` names the build it resolves to; each build and schedule once.
         let simd = arg.path()?.resolve();
-        if !builds.contains(&simd) {
-            builds.push(simd);
+        for schedule in &args.schedule {
+            let variant = (simd, schedule.schedule());
+            if !builds.contains(&variant) {
+                builds.push(variant);
+            }
         }
     }
     let mesh = Mesh::load_obj(&args.mesh)?;
@@ -99,11 +106,12 @@ pub fn run(args: BenchArgs) -> Result<i32> {
     let build_seconds = start.elapsed().as_secs_f64();
     let tracers: Vec<WaveTracer> = builds
         .iter()
-        .map(|&simd| {
+        .map(|&(simd, schedule)| {
             let config = WaveTracerConfig {
                 wave,
                 parallel: args.threads > 1,
                 simd,
+                schedule,
                 ..Default::default()
             };
             WaveTracer::new(&built.image, &mesh, config)
@@ -126,9 +134,11 @@ pub fn run(args: BenchArgs) -> Result<i32> {
                     Some((first_hits, first_counters)) => {
                         if *first_hits != hits || *first_counters != counters {
                             return Err(Error::Other(format!(
-                                "{}: the {} build gave other hits or counters than the first run",
+                                "{}: the {} build, {} schedule, gave other hits or counters \
+                                 than the first run",
                                 args.rays[f].display(),
-                                builds[b].name()
+                                builds[b].0.name(),
+                                builds[b].1.name()
                             )));
                         }
                     }
@@ -139,7 +149,7 @@ pub fn run(args: BenchArgs) -> Result<i32> {
     let mut rows = Vec::new();
     for (f, rays) in ray_sets.iter().enumerate() {
         let clocks = results[f].as_ref().map_or(0, |(_, c)| c.td_clocks);
-        for (b, simd) in builds.iter().enumerate() {
+        for (b, (simd, schedule)) in builds.iter().enumerate() {
             let mut sorted = seconds[f][b].clone();
             sorted.sort_by(f64::total_cmp);
             let (best, median) = (sorted[0], sorted[sorted.len() / 2]);
@@ -147,6 +157,7 @@ pub fn run(args: BenchArgs) -> Result<i32> {
             rows.push(Row {
                 rays_file: args.rays[f].display().to_string(),
                 simd: simd.name(),
+                schedule: schedule.name(),
                 rays: rays.len(),
                 best_rays_per_second: n / best,
                 median_rays_per_second: n / median,
@@ -172,14 +183,15 @@ pub fn run(args: BenchArgs) -> Result<i32> {
         .unwrap_or(0)
         .max(4);
     println!(
-        "{:<width$} {:>9} {:>8} {:>11} {:>11} {:>10} {:>10}",
-        "rays", "build", "rays", "best Mr/s", "median Mr/s", "clocks/ray", "ns/step"
+        "{:<width$} {:>9} {:>9} {:>8} {:>11} {:>11} {:>10} {:>10}",
+        "rays", "build", "schedule", "rays", "best Mr/s", "median Mr/s", "clocks/ray", "ns/step"
     );
     for r in &rows {
         println!(
-            "{:<width$} {:>9} {:>8} {:>11.3} {:>11.3} {:>10.2} {:>10.2}",
+            "{:<width$} {:>9} {:>9} {:>8} {:>11.3} {:>11.3} {:>10.2} {:>10.2}",
             r.rays_file,
             r.simd,
+            r.schedule,
             r.rays,
             r.best_rays_per_second / 1e6,
             r.median_rays_per_second / 1e6,
@@ -187,7 +199,7 @@ pub fn run(args: BenchArgs) -> Result<i32> {
             r.best_ns_per_lane_step
         );
     }
-    println!("hits and counters: identical in every repetition and build");
+    println!("hits and counters: identical in every repetition, build and schedule");
     if let Some(path) = &args.json {
         let results = Results {
             mesh: args.mesh.display().to_string(),
