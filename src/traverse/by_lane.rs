@@ -24,7 +24,7 @@
 //! dependency chain (the next node comes out of the sort of the last box test), which lockstep
 //! overlaps across the lanes of a wave.
 
-use super::{lane_ray, LaneHit, LaneOutput, PrimitiveIds, Query, Traversal, WaveRun};
+use super::{count_wave, lane_ray, LaneHit, LaneOutput, PrimitiveIds, Query, Traversal, WaveRun};
 use crate::counters::Counters;
 use crate::hw::instruction::LaneOutcome;
 use crate::math::Ray;
@@ -59,9 +59,7 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
     ) {
         let (intersector, traversal, root) = (self.intersector, self.traversal, self.root);
         assert!(rays.len() <= W && out.len() >= rays.len());
-        counters.rays += rays.len() as u64;
-        counters.waves += 1;
-        counters.lanes_empty += (W - rays.len()) as u64;
+        count_wave(counters, W, rays.len());
 
         let mode = intersector.descriptor.triangle_return_mode;
         let sort = intersector.descriptor.box_sort_enable;

@@ -279,9 +279,7 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
                 }
             }
         }
-        counters.rays += rays.len() as u64;
-        counters.waves += 1;
-        counters.lanes_empty += (W - rays.len()) as u64;
+        count_wave(counters, W, rays.len());
 
         let mode = intersector.descriptor.triangle_return_mode;
         let sort = intersector.descriptor.box_sort_enable;
@@ -429,6 +427,14 @@ fn box_pointer_mask(nodes: &[u32]) -> u64 {
         mask |= ((node & 6 == 4) as u64) << (base + i);
     }
     mask
+}
+
+/// Counts a wave of `width` lanes that was given `rays` rays (the other lanes stay empty).
+#[inline]
+fn count_wave(counters: &mut Counters, width: usize, rays: usize) {
+    counters.rays += rays as u64;
+    counters.waves += 1;
+    counters.lanes_empty += (width - rays) as u64;
 }
 
 /// Triangle tests gathered across lanes, with each one's lane and node pointer.
