@@ -212,3 +212,36 @@ fn count_bits_above(bits: &[u64], from: u32) -> u64 {
         })
         .sum()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeSet;
+
+    /// `mark_tested` and `count_bits_above` against a set of step numbers, for lanes of up to
+    /// 200 steps (several words) with random untested steps, thresholds across word edges.
+    #[test]
+    fn tested_steps_match_a_set_of_steps() {
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move |n: u32| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % n as u64) as u32
+        };
+        for _ in 0..300 {
+            let mut tested = Vec::new();
+            let mut model = BTreeSet::new();
+            for _ in 0..1 + next(4) {
+                let steps = 1 + next(200);
+                let untested: Vec<u32> = (1..=steps).filter(|_| next(5) == 0).collect();
+                mark_tested(&mut tested, steps, &untested);
+                model.extend((1..=steps).filter(|s| !untested.contains(s)));
+            }
+            for from in [0, 1, 62, 63, 64, 65, 127, 128, 150, 300, next(220)] {
+                let expect = model.iter().filter(|&&s| s > from).count() as u64;
+                assert_eq!(count_bits_above(&tested, from), expect, "from {from}");
+            }
+        }
+    }
+}
