@@ -325,27 +325,36 @@ pub unsafe fn box_query_pair(
             _mm256_andnot_si256(invalid, key),
             _mm256_and_si256(invalid, _mm256_set1_epi32(i32::MAX)),
         );
+        // Per stage, each slot compares with its partner: the first slot of a pair swaps when
+        // its own key is greater (`k > kp`), the second when the partner's is (`kp > k`); a
+        // slot paired with itself never swaps. Keys are non-negative, so flipping every bit
+        // of both keys in the second slots (`SECOND`) turns their test into the first slots'
+        // one: a single compare per stage. The blends go through `blendv_ps` (only the sign
+        // bit of each 32-bit mask matters, which the compiler then does not re-pack).
         macro_rules! stage {
-            ($imm:expr, $first:expr) => {{
+            ($imm:expr, $second:expr) => {{
                 let pp = _mm256_shuffle_epi32::<$imm>(p);
                 let kp = _mm256_shuffle_epi32::<$imm>(k);
-                let lt = _mm256_cmpgt_epi32(k, kp);
-                let lt_partner = _mm256_shuffle_epi32::<$imm>(lt);
-                let first: __m256i = $first;
-                let swap = _mm256_or_si256(
-                    _mm256_and_si256(first, lt),
-                    _mm256_andnot_si256(first, lt_partner),
-                );
-                p = _mm256_blendv_epi8(p, pp, swap);
-                k = _mm256_blendv_epi8(k, kp, swap);
+                let flip: __m256i = $second;
+                let swap = _mm256_castsi256_ps(_mm256_cmpgt_epi32(
+                    _mm256_xor_si256(k, flip),
+                    _mm256_xor_si256(kp, flip),
+                ));
+                let blend = |a: __m256i, b: __m256i| {
+                    _mm256_castps_si256(_mm256_blendv_ps(
+                        _mm256_castsi256_ps(a),
+                        _mm256_castsi256_ps(b),
+                        swap,
+                    ))
+                };
+                p = blend(p, pp);
+                k = blend(k, kp);
             }};
         }
-        stage!(0b01_00_11_10, _mm256_setr_epi32(-1, -1, 0, 0, -1, -1, 0, 0));
-        stage!(0b10_11_00_01, _mm256_setr_epi32(-1, 0, -1, 0, -1, 0, -1, 0));
-        stage!(
-            0b11_01_10_00,
-            _mm256_setr_epi32(-1, -1, 0, -1, -1, -1, 0, -1)
-        );
+        // Stage 1: (0,2), (1,3). Stage 2: (0,1), (2,3). Stage 3: (1,2). Both halves alike.
+        stage!(0b01_00_11_10, _mm256_setr_epi32(0, 0, -1, -1, 0, 0, -1, -1));
+        stage!(0b10_11_00_01, _mm256_setr_epi32(0, -1, 0, -1, 0, -1, 0, -1));
+        stage!(0b11_01_10_00, _mm256_setr_epi32(0, 0, -1, 0, 0, 0, -1, 0));
         let _ = k;
         valid = [
             (1u32 << valid[0].count_ones()) - 1,
@@ -386,9 +395,10 @@ fn sort_network(ptr: f32x4, key: f32x4) -> [u32; 4] {
 /// swap where the network swaps them, which changes nothing: both hold 0xFFFFFFFF and their
 /// keys are never compared again with effect).
 ///
-/// Each stage compares every slot with its partner at once: with `lt[s] = key[partner] <
-/// key[s]`, the first slot of a pair swaps on its own `lt`, the second on its partner's
-/// (`key[s] < key[partner]`); a slot paired with itself never swaps.
+/// Each stage compares every slot with its partner at once: the first slot of a pair swaps
+/// when its own key is greater (`key[s] > key[partner]`), the second when its partner's is; a
+/// slot paired with itself never swaps. Keys are non-negative as i32, so flipping every bit of
+/// both keys in the second slots (`!x` reverses the order) makes both tests one compare.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 #[allow(unused_assignments)] // the last stage's keys are not read
@@ -405,27 +415,22 @@ fn sort_network_sse2(ptr: f32x4, key: f32x4) -> [u32; 4] {
             _mm_and_si128(invalid, _mm_set1_epi32(i32::MAX)),
         );
         macro_rules! stage {
-            ($imm:expr, $first:expr) => {{
+            ($imm:expr, $second:expr) => {{
                 let pp = _mm_shuffle_epi32::<$imm>(p);
                 let kp = _mm_shuffle_epi32::<$imm>(k);
-                let lt = _mm_cmpgt_epi32(k, kp);
-                let lt_partner = _mm_shuffle_epi32::<$imm>(lt);
-                let first: __m128i = $first;
-                let swap = _mm_or_si128(
-                    _mm_and_si128(first, lt),
-                    _mm_andnot_si128(first, lt_partner),
-                );
+                let flip: __m128i = $second;
+                let swap = _mm_cmpgt_epi32(_mm_xor_si128(k, flip), _mm_xor_si128(kp, flip));
                 p = _mm_or_si128(_mm_and_si128(swap, pp), _mm_andnot_si128(swap, p));
                 k = _mm_or_si128(_mm_and_si128(swap, kp), _mm_andnot_si128(swap, k));
             }};
         }
         // _MM_SHUFFLE(d, c, b, a) = d << 6 | c << 4 | b << 2 | a (element 0 from a).
         // Stage 1: (0,2), (1,3): partners [2, 3, 0, 1].
-        stage!(0b01_00_11_10, _mm_setr_epi32(-1, -1, 0, 0));
+        stage!(0b01_00_11_10, _mm_setr_epi32(0, 0, -1, -1));
         // Stage 2: (0,1), (2,3): partners [1, 0, 3, 2].
-        stage!(0b10_11_00_01, _mm_setr_epi32(-1, 0, -1, 0));
+        stage!(0b10_11_00_01, _mm_setr_epi32(0, -1, 0, -1));
         // Stage 3: (1,2): partners [0, 2, 1, 3].
-        stage!(0b11_01_10_00, _mm_setr_epi32(-1, -1, 0, -1));
+        stage!(0b11_01_10_00, _mm_setr_epi32(0, 0, -1, 0));
         let mut out = [0u32; 4];
         _mm_storeu_si128(out.as_mut_ptr() as *mut __m128i, p);
         out
