@@ -47,6 +47,8 @@ const ONE_AXIS_MAX: usize = 6;
 /// Inner nodes over at least this many references record their 4-wide subtree sizes
 /// ([`BinaryTree::subtree_sizes`]), so that the collapse can emit them in parallel.
 pub const COLLAPSE_PARALLEL: usize = 8192;
+// Two-reference nodes (`pair_node`) record their sizes only as the root.
+const _: () = assert!(COLLAPSE_PARALLEL > 2);
 
 /// SAH cost of one box-node instruction (one TD clock for four boxes).
 pub const C_BOX: f32 = 1.0;
@@ -299,6 +301,17 @@ fn build_rec(
     }
     debug_assert_eq!(nodes.len(), m - 1);
 
+    if m == 2 {
+        return pair_node(
+            refs,
+            &mut nodes[0],
+            &mut sizes[0],
+            first_ref,
+            base,
+            min,
+            max,
+        );
+    }
     if m <= SMALL_NODE {
         let (lmin, lmax, rmin, rmax, left_count) = small_split(refs);
         let sides = [(lmin, lmax, None), (rmin, rmax, None)];
@@ -370,6 +383,47 @@ fn build_rec(
         [left_side, right_side],
         left_count,
     )
+}
+
+/// [`build_rec`] for two references: the node [`finish_inner`] writes after the two-reference
+/// [`small_split`], with its collapse costs in closed form (both children are leaves, so every
+/// way of filling `k >= 2` slots costs the same sum, and the first split, 1, wins).
+#[inline(always)]
+fn pair_node(
+    refs: &mut [PrimRef],
+    node: &mut Node2,
+    size: &mut [u32; 2],
+    first_ref: u32,
+    base: u32,
+    min: Vec3A,
+    max: Vec3A,
+) -> ([f32; 4], [u32; 4]) {
+    order_pair(refs);
+    let [l, r] = [&refs[0], &refs[1]].map(|x| leaf_costs(x, x.min(), x.max()).0[0]);
+    // g: the best cost of filling k >= 2 slots with both leaves, as `finish_inner`'s search
+    // finds it (a sum that is not below infinity leaves it infinite, with no split).
+    let sum = l + r;
+    let (g, g_split) = if sum < f32::INFINITY {
+        (sum, 1u8)
+    } else {
+        (f32::INFINITY, 0)
+    };
+    let as_box = C_BOX * half_area(min, max) + g;
+    let (cost, split) = if g < as_box {
+        ([as_box, g, g, g], [0, g_split, g_split, g_split])
+    } else {
+        ([as_box; 4], [0; 4])
+    };
+    *node = Node2 {
+        min: min.to_array(),
+        max: max.to_array(),
+        children: [LEAF | first_ref, LEAF | (first_ref + 1)],
+        split,
+    };
+    if base == 0 {
+        *size = [1, 2];
+    }
+    (cost, split.map(|s| (s == 0) as u32))
 }
 
 /// The collapse costs and box counts of a single reference with bounds `min..max` (see
@@ -757,21 +811,7 @@ fn small_split_any(refs: &mut [PrimRef]) -> (Vec3A, Vec3A, Vec3A, Vec3A, usize) 
     let m = refs.len();
     debug_assert!((2..=SMALL_NODE).contains(&m));
     if m == 2 {
-        // Both orders cost the same (one reference per side, and the sum commutes), so the
-        // sweep keeps axis 0 and the result is the order of the four stable sorts (axes 0,
-        // 1, 2, then 0 again): two-element sorts are one compare-and-swap each.
-        let (a, b) = (refs[0].min() + refs[0].max(), refs[1].min() + refs[1].max());
-        let (a, b) = (a.to_array(), b.to_array());
-        let mut swapped = false;
-        for axis in [0, 1, 2, 0] {
-            let (first, second) = if swapped { (b, a) } else { (a, b) };
-            if first[axis] > second[axis] {
-                swapped = !swapped;
-            }
-        }
-        if swapped {
-            refs.swap(0, 1);
-        }
+        order_pair(refs);
         return (
             refs[0].min(),
             refs[0].max(),
@@ -843,6 +883,26 @@ fn small_split_any(refs: &mut [PrimRef]) -> (Vec3A, Vec3A, Vec3A, Vec3A, usize) 
     let (lmin, lmax) = bounds(&refs[..left_count]);
     let (rmin, rmax) = bounds(&refs[left_count..]);
     (lmin, lmax, rmin, rmax, left_count)
+}
+
+/// The order [`small_split`] leaves two references in. Both orders cost the same (one
+/// reference per side, and the sum commutes), so the sweep keeps axis 0 and the result is
+/// the order of the four stable sorts (axes 0, 1, 2, then 0 again): two-element sorts are
+/// one compare-and-swap each.
+#[inline(always)]
+fn order_pair(refs: &mut [PrimRef]) {
+    let (a, b) = (refs[0].min() + refs[0].max(), refs[1].min() + refs[1].max());
+    let (a, b) = (a.to_array(), b.to_array());
+    let mut swapped = false;
+    for axis in [0, 1, 2, 0] {
+        let (first, second) = if swapped { (b, a) } else { (a, b) };
+        if first[axis] > second[axis] {
+            swapped = !swapped;
+        }
+    }
+    if swapped {
+        refs.swap(0, 1);
+    }
 }
 
 /// Stable insertion sort of `order` (indices into `keys`) by key.
@@ -1091,6 +1151,68 @@ mod tests {
                 (lmin, lmax, rmin, rmax, left),
                 "case {case}"
             );
+        }
+    }
+
+    /// The closed-form two-reference node equals the general path (the two-reference
+    /// `small_split`, then `finish_inner`): order, node, recorded sizes, costs and box counts,
+    /// on random pairs including flat, point and huge boxes (infinite and NaN costs).
+    #[test]
+    fn pair_node_matches_the_general_node() {
+        let mut rng = Rng(0x6a09_e667_f3bc_c908);
+        for case in 0..20_000 {
+            let mut corner = |rng: &mut Rng| match rng.next() % 8 {
+                0 => Vec3A::ZERO,
+                1 => Vec3A::splat(3e38),
+                _ => Vec3A::new(rng.coordinate(), rng.coordinate(), rng.coordinate()),
+            };
+            let refs: Vec<PrimRef> = (0..2u32)
+                .map(|prim| {
+                    let a = corner(&mut rng);
+                    let e = corner(&mut rng);
+                    PrimRef::new(a, a + e, prim, 1 + (rng.next() % 3) as u32)
+                })
+                .collect();
+            let (min, max) = bounds(&refs);
+            let base = (case % 2) as u32;
+            let (mut fast, mut general) = (refs.clone(), refs);
+            let mut fast_nodes = [Node2::default()];
+            let mut fast_sizes = [[0u32; 2]];
+            let fast_out = pair_node(
+                &mut fast,
+                &mut fast_nodes[0],
+                &mut fast_sizes[0],
+                7,
+                base,
+                min,
+                max,
+            );
+            let mut general_nodes = [Node2::default()];
+            let mut general_sizes = [[0u32; 2]];
+            let (lmin, lmax, rmin, rmax, left) = small_split(&mut general);
+            let general_out = finish_inner(
+                &mut general,
+                &mut general_nodes,
+                &mut general_sizes,
+                7,
+                base,
+                min,
+                max,
+                0,
+                [(lmin, lmax, None), (rmin, rmax, None)],
+                left,
+            );
+            let order = |r: &[PrimRef]| r.iter().map(|r| r.prim()).collect::<Vec<_>>();
+            assert_eq!(order(&fast), order(&general), "case {case}");
+            let bits = |c: [f32; 4]| c.map(f32::to_bits);
+            assert_eq!(bits(fast_out.0), bits(general_out.0), "case {case}");
+            assert_eq!(fast_out.1, general_out.1, "case {case}");
+            assert_eq!(
+                bytemuck::bytes_of(&fast_nodes[0]),
+                bytemuck::bytes_of(&general_nodes[0]),
+                "case {case}"
+            );
+            assert_eq!(fast_sizes, general_sizes, "case {case}");
         }
     }
 
