@@ -111,6 +111,33 @@ impl PrimRef {
     }
 }
 
+/// One reference per triangle of `mesh`, in order, leaving out the triangles with a NaN or
+/// infinite coordinate; returns the references and how many triangles were left out.
+pub fn triangle_refs(mesh: &super::Mesh) -> (Vec<PrimRef>, usize) {
+    // An indexed collect (written in place); the rare non-finite triangles are counted as
+    // they are met (an atomic touched only for them), marked with no triangles and dropped
+    // in order afterwards.
+    let dropped = std::sync::atomic::AtomicUsize::new(0);
+    let mut refs: Vec<PrimRef> = Vec::with_capacity(mesh.len());
+    (0..mesh.len() as u32)
+        .into_par_iter()
+        .map(|prim| {
+            let [a, b, c] = mesh.triangle(prim).map(Vec3A::from);
+            // x - x is 0 for a finite x and NaN for an infinite or NaN one.
+            let finite = ((a - a) + (b - b) + (c - c)).cmpeq(Vec3A::ZERO).all();
+            if !finite {
+                dropped.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+            PrimRef::new(a.min(b).min(c), a.max(b).max(c), prim, finite as u32)
+        })
+        .collect_into_vec(&mut refs);
+    let dropped = dropped.into_inner();
+    if dropped > 0 {
+        refs.retain(|r| r.triangles() != 0);
+    }
+    (refs, dropped)
+}
+
 /// Lanes x, y, z of `v` as a `Vec3A` whose fourth lane is 0 (the id bits would be
 /// subnormal floats, slow in arithmetic on some cores).
 #[inline(always)]
@@ -1213,6 +1240,50 @@ mod tests {
                 "case {case}"
             );
             assert_eq!(fast_sizes, general_sizes, "case {case}");
+        }
+    }
+
+    /// The references leave out exactly the triangles with a coordinate that is not finite
+    /// (NaN, +inf, -inf in any lane; the largest finite floats kept), in order, with the
+    /// triangles' own bounds.
+    #[test]
+    fn triangle_refs_drop_exactly_the_non_finite_triangles() {
+        let mut rng = Rng(0x3c6e_f372_fe94_f82b);
+        let specials = [
+            f32::NAN,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            f32::MAX,
+            -f32::MAX,
+        ];
+        let positions: Vec<[f32; 3]> = (0..300)
+            .map(|_| {
+                std::array::from_fn(|_| match rng.next() % 12 {
+                    0 => specials[(rng.next() % 5) as usize],
+                    _ => rng.coordinate() - 1.0,
+                })
+            })
+            .collect();
+        let indices: Vec<[u32; 3]> = (0..2000)
+            .map(|_| std::array::from_fn(|_| (rng.next() % 300) as u32))
+            .collect();
+        let mesh = crate::bvh::Mesh { positions, indices };
+        let expected: Vec<u32> = (0..mesh.len() as u32)
+            .filter(|&p| mesh.triangle(p).iter().flatten().all(|c| c.is_finite()))
+            .collect();
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .unwrap();
+        let (refs, dropped) = pool.install(|| triangle_refs(&mesh));
+        assert!(dropped > 100 && expected.len() > 100, "{dropped}");
+        assert_eq!(dropped, mesh.len() - expected.len());
+        assert_eq!(refs.iter().map(|r| r.prim()).collect::<Vec<_>>(), expected);
+        for r in &refs {
+            let t = mesh.triangle(r.prim()).map(Vec3A::from);
+            assert_eq!(r.min(), t[0].min(t[1]).min(t[2]));
+            assert_eq!(r.max(), t[0].max(t[1]).max(t[2]));
+            assert_eq!(r.triangles(), 1);
         }
     }
 
