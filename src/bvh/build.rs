@@ -902,11 +902,15 @@ fn small_split_any(refs: &mut [PrimRef]) -> (Vec3A, Vec3A, Vec3A, Vec3A, usize) 
     if all_axes && axis != 2 {
         sort_on_keys(order, &keys[axis]);
     }
-    let mut sorted = [refs[0]; SMALL_NODE];
-    for (s, &i) in sorted.iter_mut().zip(order.iter()) {
-        *s = refs[i as usize];
+    // Permute (unless the order is already the current one, as it often is below a split on
+    // the same axis).
+    if order.iter().enumerate().any(|(i, &o)| o as usize != i) {
+        let mut sorted = [refs[0]; SMALL_NODE];
+        for (s, &i) in sorted.iter_mut().zip(order.iter()) {
+            *s = refs[i as usize];
+        }
+        refs.copy_from_slice(&sorted[..m]);
     }
-    refs.copy_from_slice(&sorted[..m]);
     let (lmin, lmax) = bounds(&refs[..left_count]);
     let (rmin, rmax) = bounds(&refs[left_count..]);
     (lmin, lmax, rmin, rmax, left_count)
