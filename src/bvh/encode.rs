@@ -408,12 +408,13 @@ impl Run {
         }
     }
 
-    /// Appends the finished `pack`.
-    fn push(&mut self, pack: &Pack) {
+    /// Appends the finished `pack`; `ij_nibbles` is [`IJ_NIBBLES`] (read once per run).
+    #[inline(always)]
+    fn push(&mut self, pack: &Pack, ij_nibbles: &[[u8; 3]; 4]) {
         let mut ij = IjControl(0);
         for (k, &(prim, r)) in pack.used.iter().enumerate() {
             if prim != u32::MAX {
-                ij = ij.with_nibble(k, IJ_NIBBLES[k][r as usize]);
+                ij = ij.with_nibble(k, ij_nibbles[k][r as usize]);
             }
         }
         self.nodes.push(TriangleNode {
@@ -467,9 +468,25 @@ impl Packing {
         (self.first[run] + (place >> 2), (place & 3) as u8)
     }
 
-    /// All triangle nodes in ordinal order.
-    fn nodes(&self) -> impl Iterator<Item = &TriangleNode> {
-        self.runs.iter().flat_map(|run| run.nodes.iter())
+    /// Triangle node `o` (ordinal), looked up from `run`, the run of the previous lookup
+    /// (updated): consecutive lookups in increasing order (the depth-first memory order) stay
+    /// in or step to the next run.
+    #[inline]
+    fn node(&self, o: u32, run: &mut usize) -> &TriangleNode {
+        let holds = |r: usize| {
+            let first = self.first[r];
+            o >= first && o - first < self.runs[r].nodes.len() as u32
+        };
+        if !holds(*run) {
+            *run = if *run + 1 < self.runs.len() && holds(*run + 1) {
+                *run + 1
+            } else {
+                // The last run starting at or before o holds it (of runs starting at the same
+                // ordinal, all but the last are empty).
+                self.first.partition_point(|&first| first <= o) - 1
+            };
+        }
+        &self.runs[*run].nodes[(o - self.first[*run]) as usize]
     }
 
     /// Per triangle slot `4 * o + k`: the primitive id, or `u32::MAX`.
@@ -518,6 +535,7 @@ impl Ring {
 /// window is encoded.
 fn pack_leaves(leaves: &[u32], mesh: &Mesh, max_per_node: u8) -> Run {
     let n = leaves.len();
+    let ij_nibbles = *IJ_NIBBLES;
     let mut run = Run::with_capacity(n / 2 + 1, n);
     let mut ring = Ring {
         bits: [[FREE_VERTEX; 3]; RING],
@@ -615,7 +633,7 @@ fn pack_leaves(leaves: &[u32], mesh: &Mesh, max_per_node: u8) -> Run {
             }
             let slot = opened % PACK_WINDOW;
             if opened >= PACK_WINDOW {
-                run.push(&open[slot]);
+                run.push(&open[slot], &ij_nibbles);
             }
             let mut pack = EMPTY_PACK;
             let hw = TRIANGLE_VERTICES[0];
@@ -632,7 +650,7 @@ fn pack_leaves(leaves: &[u32], mesh: &Mesh, max_per_node: u8) -> Run {
         run.place.push(4 * p as u32 + k as u32);
     }
     for p in opened.saturating_sub(PACK_WINDOW)..opened {
-        run.push(&open[p % PACK_WINDOW]);
+        run.push(&open[p % PACK_WINDOW], &ij_nibbles);
     }
     run
 }
@@ -652,6 +670,7 @@ fn prefetch<T>(value: &T) {
 
 /// One node per cluster, in leaf order; leaf l is pointed at with type `count - 1`.
 fn cluster_packs(leaves: &[u32], mesh: &Mesh, clusters: &[Cluster]) -> Run {
+    let ij_nibbles = *IJ_NIBBLES;
     let mut run = Run::with_capacity(leaves.len(), leaves.len());
     for (l, &ci) in leaves.iter().enumerate() {
         let c = &clusters[ci as usize];
@@ -671,7 +690,7 @@ fn cluster_packs(leaves: &[u32], mesh: &Mesh, clusters: &[Cluster]) -> Run {
             pack.used[k] = (prim, r);
         }
         pack.count = c.count;
-        run.push(&pack);
+        run.push(&pack, &ij_nibbles);
         run.place.push(4 * l as u32 + c.count as u32 - 1);
     }
     run
@@ -1311,7 +1330,6 @@ pub fn encode(
         }
         half_area(lo, hi)
     };
-    let triangle_nodes: Vec<&TriangleNode> = packs.nodes().collect();
 
     // Node bytes, in parallel over pieces of the memory order (each piece owns the block
     // range from its first node to the next piece's first node).
@@ -1344,11 +1362,13 @@ pub fn encode(
         .map(|(piece, bytes)| {
             let start = item_block(piece[0]);
             let mut m = PieceMetrics::default();
+            // The run of the last triangle node written (see `Packing::node`).
+            let mut run = 0;
             for &item in piece {
                 let offset = (item_block(item) - start) * 64;
                 if item & PACK_ITEM != 0 {
                     let o = (item & !PACK_ITEM) as usize;
-                    let mut node = *triangle_nodes[o];
+                    let mut node = *packs.node(o as u32, &mut run);
                     if options.return_mode == TriangleReturnMode::TriangleId {
                         node.word = 4 * o as u32;
                     }
