@@ -47,6 +47,8 @@ const ONE_AXIS_MAX: usize = 6;
 /// Inner nodes over at least this many references record their 4-wide subtree sizes
 /// ([`BinaryTree::subtree_sizes`]), so that the collapse can emit them in parallel.
 pub const COLLAPSE_PARALLEL: usize = 8192;
+// Two-reference nodes (`pair_node`) record their sizes only as the root.
+const _: () = assert!(COLLAPSE_PARALLEL > 2);
 
 /// SAH cost of one box-node instruction (one TD clock for four boxes).
 pub const C_BOX: f32 = 1.0;
@@ -107,6 +109,33 @@ impl PrimRef {
     pub fn triangles(&self) -> u32 {
         self.hi[3].to_bits()
     }
+}
+
+/// One reference per triangle of `mesh`, in order, leaving out the triangles with a NaN or
+/// infinite coordinate; returns the references and how many triangles were left out.
+pub fn triangle_refs(mesh: &super::Mesh) -> (Vec<PrimRef>, usize) {
+    // An indexed collect (written in place); the rare non-finite triangles are counted as
+    // they are met (an atomic touched only for them), marked with no triangles and dropped
+    // in order afterwards.
+    let dropped = std::sync::atomic::AtomicUsize::new(0);
+    let mut refs: Vec<PrimRef> = Vec::with_capacity(mesh.len());
+    (0..mesh.len() as u32)
+        .into_par_iter()
+        .map(|prim| {
+            let [a, b, c] = mesh.triangle(prim).map(Vec3A::from);
+            // x * 0 is (+ or -) 0 for a finite x and NaN for an infinite or NaN one.
+            let finite = (a * 0.0 + b * 0.0 + c * 0.0).cmpeq(Vec3A::ZERO).all();
+            if !finite {
+                dropped.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+            PrimRef::new(a.min(b).min(c), a.max(b).max(c), prim, finite as u32)
+        })
+        .collect_into_vec(&mut refs);
+    let dropped = dropped.into_inner();
+    if dropped > 0 {
+        refs.retain(|r| r.triangles() != 0);
+    }
+    (refs, dropped)
 }
 
 /// Lanes x, y, z of `v` as a `Vec3A` whose fourth lane is 0 (the id bits would be
@@ -299,6 +328,17 @@ fn build_rec(
     }
     debug_assert_eq!(nodes.len(), m - 1);
 
+    if m == 2 {
+        return pair_node(
+            refs,
+            &mut nodes[0],
+            &mut sizes[0],
+            first_ref,
+            base,
+            min,
+            max,
+        );
+    }
     if m <= SMALL_NODE {
         let (lmin, lmax, rmin, rmax, left_count) = small_split(refs);
         let sides = [(lmin, lmax, None), (rmin, rmax, None)];
@@ -370,6 +410,47 @@ fn build_rec(
         [left_side, right_side],
         left_count,
     )
+}
+
+/// [`build_rec`] for two references: the node [`finish_inner`] writes after the two-reference
+/// [`small_split`], with its collapse costs in closed form (both children are leaves, so every
+/// way of filling `k >= 2` slots costs the same sum, and the first split, 1, wins).
+#[inline(always)]
+fn pair_node(
+    refs: &mut [PrimRef],
+    node: &mut Node2,
+    size: &mut [u32; 2],
+    first_ref: u32,
+    base: u32,
+    min: Vec3A,
+    max: Vec3A,
+) -> ([f32; 4], [u32; 4]) {
+    order_pair(refs);
+    let [l, r] = [&refs[0], &refs[1]].map(|x| leaf_costs(x, x.min(), x.max()).0[0]);
+    // g: the best cost of filling k >= 2 slots with both leaves, as `finish_inner`'s search
+    // finds it (a sum that is not below infinity leaves it infinite, with no split).
+    let sum = l + r;
+    let (g, g_split) = if sum < f32::INFINITY {
+        (sum, 1u8)
+    } else {
+        (f32::INFINITY, 0)
+    };
+    let as_box = C_BOX * half_area(min, max) + g;
+    let (cost, split) = if g < as_box {
+        ([as_box, g, g, g], [0, g_split, g_split, g_split])
+    } else {
+        ([as_box; 4], [0; 4])
+    };
+    *node = Node2 {
+        min: min.to_array(),
+        max: max.to_array(),
+        children: [LEAF | first_ref, LEAF | (first_ref + 1)],
+        split,
+    };
+    if base == 0 {
+        *size = [1, 2];
+    }
+    (cost, split.map(|s| (s == 0) as u32))
 }
 
 /// The collapse costs and box counts of a single reference with bounds `min..max` (see
@@ -757,21 +838,7 @@ fn small_split_any(refs: &mut [PrimRef]) -> (Vec3A, Vec3A, Vec3A, Vec3A, usize) 
     let m = refs.len();
     debug_assert!((2..=SMALL_NODE).contains(&m));
     if m == 2 {
-        // Both orders cost the same (one reference per side, and the sum commutes), so the
-        // sweep keeps axis 0 and the result is the order of the four stable sorts (axes 0,
-        // 1, 2, then 0 again): two-element sorts are one compare-and-swap each.
-        let (a, b) = (refs[0].min() + refs[0].max(), refs[1].min() + refs[1].max());
-        let (a, b) = (a.to_array(), b.to_array());
-        let mut swapped = false;
-        for axis in [0, 1, 2, 0] {
-            let (first, second) = if swapped { (b, a) } else { (a, b) };
-            if first[axis] > second[axis] {
-                swapped = !swapped;
-            }
-        }
-        if swapped {
-            refs.swap(0, 1);
-        }
+        order_pair(refs);
         return (
             refs[0].min(),
             refs[0].max(),
@@ -835,14 +902,38 @@ fn small_split_any(refs: &mut [PrimRef]) -> (Vec3A, Vec3A, Vec3A, Vec3A, usize) 
     if all_axes && axis != 2 {
         sort_on_keys(order, &keys[axis]);
     }
-    let mut sorted = [refs[0]; SMALL_NODE];
-    for (s, &i) in sorted.iter_mut().zip(order.iter()) {
-        *s = refs[i as usize];
+    // Permute (unless the order is already the current one, as it often is below a split on
+    // the same axis).
+    if order.iter().enumerate().any(|(i, &o)| o as usize != i) {
+        let mut sorted = [refs[0]; SMALL_NODE];
+        for (s, &i) in sorted.iter_mut().zip(order.iter()) {
+            *s = refs[i as usize];
+        }
+        refs.copy_from_slice(&sorted[..m]);
     }
-    refs.copy_from_slice(&sorted[..m]);
     let (lmin, lmax) = bounds(&refs[..left_count]);
     let (rmin, rmax) = bounds(&refs[left_count..]);
     (lmin, lmax, rmin, rmax, left_count)
+}
+
+/// The order [`small_split`] leaves two references in. Both orders cost the same (one
+/// reference per side, and the sum commutes), so the sweep keeps axis 0 and the result is
+/// the order of the four stable sorts (axes 0, 1, 2, then 0 again): two-element sorts are
+/// one compare-and-swap each.
+#[inline(always)]
+fn order_pair(refs: &mut [PrimRef]) {
+    let (a, b) = (refs[0].min() + refs[0].max(), refs[1].min() + refs[1].max());
+    let (a, b) = (a.to_array(), b.to_array());
+    let mut swapped = false;
+    for axis in [0, 1, 2, 0] {
+        let (first, second) = if swapped { (b, a) } else { (a, b) };
+        if first[axis] > second[axis] {
+            swapped = !swapped;
+        }
+    }
+    if swapped {
+        refs.swap(0, 1);
+    }
 }
 
 /// Stable insertion sort of `order` (indices into `keys`) by key.
@@ -1091,6 +1182,112 @@ mod tests {
                 (lmin, lmax, rmin, rmax, left),
                 "case {case}"
             );
+        }
+    }
+
+    /// The closed-form two-reference node equals the general path (the two-reference
+    /// `small_split`, then `finish_inner`): order, node, recorded sizes, costs and box counts,
+    /// on random pairs including flat, point and huge boxes (infinite and NaN costs).
+    #[test]
+    fn pair_node_matches_the_general_node() {
+        let mut rng = Rng(0x6a09_e667_f3bc_c908);
+        for case in 0..20_000 {
+            let corner = |rng: &mut Rng| match rng.next() % 8 {
+                0 => Vec3A::ZERO,
+                1 => Vec3A::splat(3e38),
+                _ => Vec3A::new(rng.coordinate(), rng.coordinate(), rng.coordinate()),
+            };
+            let refs: Vec<PrimRef> = (0..2u32)
+                .map(|prim| {
+                    let a = corner(&mut rng);
+                    let e = corner(&mut rng);
+                    PrimRef::new(a, a + e, prim, 1 + (rng.next() % 3) as u32)
+                })
+                .collect();
+            let (min, max) = bounds(&refs);
+            let base = (case % 2) as u32;
+            let (mut fast, mut general) = (refs.clone(), refs);
+            let mut fast_nodes = [Node2::default()];
+            let mut fast_sizes = [[0u32; 2]];
+            let fast_out = pair_node(
+                &mut fast,
+                &mut fast_nodes[0],
+                &mut fast_sizes[0],
+                7,
+                base,
+                min,
+                max,
+            );
+            let mut general_nodes = [Node2::default()];
+            let mut general_sizes = [[0u32; 2]];
+            let (lmin, lmax, rmin, rmax, left) = small_split(&mut general);
+            let general_out = finish_inner(
+                &mut general,
+                &mut general_nodes,
+                &mut general_sizes,
+                7,
+                base,
+                min,
+                max,
+                0,
+                [(lmin, lmax, None), (rmin, rmax, None)],
+                left,
+            );
+            let order = |r: &[PrimRef]| r.iter().map(|r| r.prim()).collect::<Vec<_>>();
+            assert_eq!(order(&fast), order(&general), "case {case}");
+            let bits = |c: [f32; 4]| c.map(f32::to_bits);
+            assert_eq!(bits(fast_out.0), bits(general_out.0), "case {case}");
+            assert_eq!(fast_out.1, general_out.1, "case {case}");
+            assert_eq!(
+                bytemuck::bytes_of(&fast_nodes[0]),
+                bytemuck::bytes_of(&general_nodes[0]),
+                "case {case}"
+            );
+            assert_eq!(fast_sizes, general_sizes, "case {case}");
+        }
+    }
+
+    /// The references leave out exactly the triangles with a coordinate that is not finite
+    /// (NaN, +inf, -inf in any lane; the largest finite floats kept), in order, with the
+    /// triangles' own bounds.
+    #[test]
+    fn triangle_refs_drop_exactly_the_non_finite_triangles() {
+        let mut rng = Rng(0x3c6e_f372_fe94_f82b);
+        let specials = [
+            f32::NAN,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            f32::MAX,
+            -f32::MAX,
+        ];
+        let positions: Vec<[f32; 3]> = (0..300)
+            .map(|_| {
+                std::array::from_fn(|_| match rng.next() % 12 {
+                    0 => specials[(rng.next() % 5) as usize],
+                    _ => rng.coordinate() - 1.0,
+                })
+            })
+            .collect();
+        let indices: Vec<[u32; 3]> = (0..2000)
+            .map(|_| std::array::from_fn(|_| (rng.next() % 300) as u32))
+            .collect();
+        let mesh = crate::bvh::Mesh { positions, indices };
+        let expected: Vec<u32> = (0..mesh.len() as u32)
+            .filter(|&p| mesh.triangle(p).iter().flatten().all(|c| c.is_finite()))
+            .collect();
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .unwrap();
+        let (refs, dropped) = pool.install(|| triangle_refs(&mesh));
+        assert!(dropped > 100 && expected.len() > 100, "{dropped}");
+        assert_eq!(dropped, mesh.len() - expected.len());
+        assert_eq!(refs.iter().map(|r| r.prim()).collect::<Vec<_>>(), expected);
+        for r in &refs {
+            let t = mesh.triangle(r.prim()).map(Vec3A::from);
+            assert_eq!(r.min(), t[0].min(t[1]).min(t[2]));
+            assert_eq!(r.max(), t[0].max(t[1]).max(t[2]));
+            assert_eq!(r.triangles(), 1);
         }
     }
 

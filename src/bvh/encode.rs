@@ -408,12 +408,13 @@ impl Run {
         }
     }
 
-    /// Appends the finished `pack`.
-    fn push(&mut self, pack: &Pack) {
+    /// Appends the finished `pack`; `ij_nibbles` is [`IJ_NIBBLES`] (read once per run).
+    #[inline(always)]
+    fn push(&mut self, pack: &Pack, ij_nibbles: &[[u8; 3]; 4]) {
         let mut ij = IjControl(0);
         for (k, &(prim, r)) in pack.used.iter().enumerate() {
             if prim != u32::MAX {
-                ij = ij.with_nibble(k, IJ_NIBBLES[k][r as usize]);
+                ij = ij.with_nibble(k, ij_nibbles[k][r as usize]);
             }
         }
         self.nodes.push(TriangleNode {
@@ -467,9 +468,25 @@ impl Packing {
         (self.first[run] + (place >> 2), (place & 3) as u8)
     }
 
-    /// All triangle nodes in ordinal order.
-    fn nodes(&self) -> impl Iterator<Item = &TriangleNode> {
-        self.runs.iter().flat_map(|run| run.nodes.iter())
+    /// Triangle node `o` (ordinal), looked up from `run`, the run of the previous lookup
+    /// (updated): consecutive lookups in increasing order (the depth-first memory order) stay
+    /// in or step to the next run.
+    #[inline]
+    fn node(&self, o: u32, run: &mut usize) -> &TriangleNode {
+        let holds = |r: usize| {
+            let first = self.first[r];
+            o >= first && o - first < self.runs[r].nodes.len() as u32
+        };
+        if !holds(*run) {
+            *run = if *run + 1 < self.runs.len() && holds(*run + 1) {
+                *run + 1
+            } else {
+                // The last run starting at or before o holds it (of runs starting at the same
+                // ordinal, all but the last are empty).
+                self.first.partition_point(|&first| first <= o) - 1
+            };
+        }
+        &self.runs[*run].nodes[(o - self.first[*run]) as usize]
     }
 
     /// Per triangle slot `4 * o + k`: the primitive id, or `u32::MAX`.
@@ -518,6 +535,7 @@ impl Ring {
 /// window is encoded.
 fn pack_leaves(leaves: &[u32], mesh: &Mesh, max_per_node: u8) -> Run {
     let n = leaves.len();
+    let ij_nibbles = *IJ_NIBBLES;
     let mut run = Run::with_capacity(n / 2 + 1, n);
     let mut ring = Ring {
         bits: [[FREE_VERTEX; 3]; RING],
@@ -615,7 +633,7 @@ fn pack_leaves(leaves: &[u32], mesh: &Mesh, max_per_node: u8) -> Run {
             }
             let slot = opened % PACK_WINDOW;
             if opened >= PACK_WINDOW {
-                run.push(&open[slot]);
+                run.push(&open[slot], &ij_nibbles);
             }
             let mut pack = EMPTY_PACK;
             let hw = TRIANGLE_VERTICES[0];
@@ -632,7 +650,7 @@ fn pack_leaves(leaves: &[u32], mesh: &Mesh, max_per_node: u8) -> Run {
         run.place.push(4 * p as u32 + k as u32);
     }
     for p in opened.saturating_sub(PACK_WINDOW)..opened {
-        run.push(&open[p % PACK_WINDOW]);
+        run.push(&open[p % PACK_WINDOW], &ij_nibbles);
     }
     run
 }
@@ -652,6 +670,7 @@ fn prefetch<T>(value: &T) {
 
 /// One node per cluster, in leaf order; leaf l is pointed at with type `count - 1`.
 fn cluster_packs(leaves: &[u32], mesh: &Mesh, clusters: &[Cluster]) -> Run {
+    let ij_nibbles = *IJ_NIBBLES;
     let mut run = Run::with_capacity(leaves.len(), leaves.len());
     for (l, &ci) in leaves.iter().enumerate() {
         let c = &clusters[ci as usize];
@@ -671,7 +690,7 @@ fn cluster_packs(leaves: &[u32], mesh: &Mesh, clusters: &[Cluster]) -> Run {
             pack.used[k] = (prim, r);
         }
         pack.count = c.count;
-        run.push(&pack);
+        run.push(&pack, &ij_nibbles);
         run.place.push(4 * l as u32 + c.count as u32 - 1);
     }
     run
@@ -748,8 +767,49 @@ fn f16_directed(x: f32, up: bool) -> (u16, f32) {
     }
 }
 
-/// The binary16 bits `[min.xyz, max.xyz]` of a box and the f32 box they stand for.
-type F16Box = ([u16; 6], ([f32; 3], [f32; 3]));
+/// The binary16 bits `[min.xyz, max.xyz]` of a box as the 12 bytes of a box slot, little
+/// endian: bytes 0..8 (`min.x | min.y << 16 | min.z << 32 | max.x << 48`) and bytes 8..12
+/// (`max.y | max.z << 16`). Two words, so that they reach the image from registers.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct F16Bits(u64, u32);
+
+impl F16Bits {
+    /// The bits of a box whose six bounds are binary16 NaN (an empty slot).
+    const NAN: F16Bits = F16Bits::new([0x7e00; 6]);
+
+    const fn new(h: [u16; 6]) -> F16Bits {
+        F16Bits(
+            h[0] as u64 | (h[1] as u64) << 16 | (h[2] as u64) << 32 | (h[3] as u64) << 48,
+            h[4] as u32 | (h[5] as u32) << 16,
+        )
+    }
+
+    /// `[min.xyz, max.xyz]`.
+    #[cfg(test)]
+    fn halves(self) -> [u16; 6] {
+        let (a, b) = (self.0, self.1);
+        [a, a >> 16, a >> 32, a >> 48, b as u64, (b >> 16) as u64].map(|h| h as u16)
+    }
+
+    /// Writes the 12 bytes of the slot.
+    #[inline(always)]
+    fn write(self, out: &mut [u8]) {
+        out[..8].copy_from_slice(&self.0.to_le_bytes());
+        out[8..12].copy_from_slice(&self.1.to_le_bytes());
+    }
+}
+
+// The writer puts the children at bytes 0..16 and the boxes from byte 16 on, 12 (FP16) or
+// 24 (FP32) bytes per slot.
+const _: () = {
+    assert!(std::mem::offset_of!(BoxNodeF16, boxes) == 16);
+    assert!(std::mem::offset_of!(BoxNodeF32, boxes) == 16);
+    assert!(std::mem::size_of::<BoxNodeF16>() == 64);
+    assert!(std::mem::size_of::<BoxNodeF32>() == 128);
+};
+
+/// The binary16 bits of a box and the f32 box they stand for.
+type F16Box = (F16Bits, ([f32; 3], [f32; 3]));
 
 /// A box stored in an FP16 node: its binary16 bits `[min.xyz, max.xyz]` (min rounded toward
 /// -inf, max toward +inf) and the f32 box the hardware sees.
@@ -771,7 +831,10 @@ fn f16_box_general(min: Vec3A, max: Vec3A) -> F16Box {
     let (x1, x1f) = f16_directed(max.x, true);
     let (y1, y1f) = f16_directed(max.y, true);
     let (z1, z1f) = f16_directed(max.z, true);
-    ([x0, y0, z0, x1, y1, z1], ([x0f, y0f, z0f], [x1f, y1f, z1f]))
+    (
+        F16Bits::new([x0, y0, z0, x1, y1, z1]),
+        ([x0f, y0f, z0f], [x1f, y1f, z1f]),
+    )
 }
 
 /// The bit patterns of x, y, z, and 1.0 in the fourth lane (which passes the range check of
@@ -824,8 +887,14 @@ fn f16_box_normal(min: Vec3A, max: Vec3A) -> Option<F16Box> {
     let (hl, hh) = (half(lo), half(hi));
     let (lo, hi) = (lo.to_array(), hi.to_array());
     let value = |b: i32| f32::from_bits(b as u32);
+    // Every h is in 0..=0xffff: packed with shifts and ors, in registers.
+    let h = |x: i32| x as u64;
+    let bits = F16Bits(
+        h(hl[0]) | h(hl[1]) << 16 | h(hl[2]) << 32 | h(hh[0]) << 48,
+        (h(hh[1]) | h(hh[2]) << 16) as u32,
+    );
     Some((
-        [hl[0], hl[1], hl[2], hh[0], hh[1], hh[2]].map(|h| h as u16),
+        bits,
         (
             [value(lo[0]), value(lo[1]), value(lo[2])],
             [value(hi[0]), value(hi[1]), value(hi[2])],
@@ -1249,37 +1318,18 @@ pub fn encode(
     let mut bytes: Vec<u8> = vec![0; blocks * 64];
     let slot_primitive = packs.slot_primitives();
 
-    // The child boxes of box node n as the hardware sees them, and their binary16 bits.
-    let stored_boxes = |n: usize| {
-        let node = &tree.nodes[n];
-        let mut boxes = [([f32::NAN; 3], [f32::NAN; 3]); 4];
-        let mut box_bits = [[f16::NAN.to_bits(); 6]; 4];
-        for s in 0..4 {
-            if node.slots[s].is_some() {
-                let (lo, hi) = tree.child_box(n, s);
-                boxes[s] = if fp16[n] {
-                    let (bits, stored) = f16_box(lo, hi);
-                    box_bits[s] = bits;
-                    stored
-                } else {
-                    (lo.to_array(), hi.to_array())
-                };
-            }
-        }
-        (boxes, box_bits)
-    };
     let root_area = {
-        let (boxes, _) = stored_boxes(0);
         let (mut lo, mut hi) = (Vec3A::INFINITY, Vec3A::NEG_INFINITY);
         for s in 0..4 {
             if tree.nodes[0].slots[s].is_some() {
-                lo = lo.min(Vec3A::from(boxes[s].0));
-                hi = hi.max(Vec3A::from(boxes[s].1));
+                let (l, h) = tree.child_box(0, s);
+                let (l, h) = stored_box(l, h, fp16[0]);
+                lo = lo.min(Vec3A::from(l));
+                hi = hi.max(Vec3A::from(h));
             }
         }
         half_area(lo, hi)
     };
-    let triangle_nodes: Vec<&TriangleNode> = packs.nodes().collect();
 
     // Node bytes, in parallel over pieces of the memory order (each piece owns the block
     // range from its first node to the next piece's first node).
@@ -1312,11 +1362,13 @@ pub fn encode(
         .map(|(piece, bytes)| {
             let start = item_block(piece[0]);
             let mut m = PieceMetrics::default();
+            // The run of the last triangle node written (see `Packing::node`).
+            let mut run = 0;
             for &item in piece {
                 let offset = (item_block(item) - start) * 64;
                 if item & PACK_ITEM != 0 {
                     let o = (item & !PACK_ITEM) as usize;
-                    let mut node = *triangle_nodes[o];
+                    let mut node = *packs.node(o as u32, &mut run);
                     if options.return_mode == TriangleReturnMode::TriangleId {
                         node.word = 4 * o as u32;
                     }
@@ -1325,11 +1377,32 @@ pub fn encode(
                 }
                 let n = item as usize;
                 let node = &tree.nodes[n];
-                let (boxes, box_bits) = stored_boxes(n);
+                // The node is written in place (children, then the boxes slot by slot), each
+                // box as the hardware sees it (rounded outward in FP16 nodes).
+                let out = &mut bytes[offset..offset + if fp16[n] { 64 } else { 128 }];
+                let (children_bytes, boxes_bytes) = out.split_at_mut(16);
                 let mut children = [NodePointer::INVALID; 4];
                 for s in 0..4 {
-                    let Some(slot) = node.slots[s] else { continue };
-                    let area = half_area_arr(&boxes[s]);
+                    let Some(slot) = node.slots[s] else {
+                        if fp16[n] {
+                            F16Bits::NAN.write(&mut boxes_bytes[12 * s..]);
+                        } else {
+                            let nan = bytemuck::bytes_of(&[f32::NAN; 6]);
+                            boxes_bytes[24 * s..24 * s + 24].copy_from_slice(nan);
+                        }
+                        continue;
+                    };
+                    let (lo, hi) = tree.child_box(n, s);
+                    let stored = if fp16[n] {
+                        let (bits, stored) = f16_box(lo, hi);
+                        bits.write(&mut boxes_bytes[12 * s..]);
+                        stored
+                    } else {
+                        let b = [lo.x, lo.y, lo.z, hi.x, hi.y, hi.z];
+                        boxes_bytes[24 * s..24 * s + 24].copy_from_slice(bytemuck::bytes_of(&b));
+                        (lo.to_array(), hi.to_array())
+                    };
+                    let area = half_area_arr(&stored);
                     match slot {
                         Slot::Node(c) => {
                             children[s] = node_pointer(c as usize);
@@ -1344,24 +1417,12 @@ pub fn encode(
                         }
                     }
                 }
+                children_bytes.copy_from_slice(bytemuck::bytes_of(&children));
+                // (The user words of an FP32 node stay zero.)
                 if fp16[n] {
                     m.box16 += 1;
-                    let b = BoxNodeF16 {
-                        children,
-                        boxes: box_bits,
-                    };
-                    bytes[offset..offset + 64].copy_from_slice(bytemuck::bytes_of(&b));
                 } else {
                     m.box32 += 1;
-                    let b = BoxNodeF32 {
-                        children,
-                        boxes: std::array::from_fn(|s| {
-                            let (lo, hi) = boxes[s];
-                            [lo[0], lo[1], lo[2], hi[0], hi[1], hi[2]]
-                        }),
-                        user: [0; 4],
-                    };
-                    bytes[offset..offset + 128].copy_from_slice(bytemuck::bytes_of(&b));
                 }
             }
             m
@@ -1648,11 +1709,13 @@ mod tests {
                 .chain(max.to_array().iter().map(|&c| f16_directed(c, true)))
                 .collect();
             let values = [lo, hi].concat();
+            let bits = bits.halves();
             for i in 0..6 {
                 assert_eq!(bits[i], scalar[i].0, "{min} {max}");
                 assert_eq!(values[i].to_bits(), scalar[i].1.to_bits(), "{min} {max}");
             }
         }
+        assert_eq!(F16Bits::NAN.halves(), [f16::NAN.to_bits(); 6]);
         for h in 0..=u16::MAX {
             let reference = f16::from_bits(h).to_f32();
             let fast = f16_bits_to_f32(h);

@@ -173,22 +173,7 @@ pub fn build(mesh: &Mesh, options: &BuildOptions) -> Result<BuiltBvh> {
     mesh.check_indices()?;
     let start = Instant::now();
     let chains = options.leaf_chains && options.triangles_per_node > 1;
-    // An indexed collect (written in place), then the rare non-finite triangles (marked
-    // with no triangles) are dropped in order.
-    let mut refs: Vec<PrimRef> = Vec::with_capacity(mesh.len());
-    (0..mesh.len() as u32)
-        .into_par_iter()
-        .map(|prim| {
-            let t = mesh.triangle(prim);
-            let finite = t.iter().flatten().all(|c| c.is_finite());
-            let [a, b, c] = t.map(Vec3A::from);
-            PrimRef::new(a.min(b).min(c), a.max(b).max(c), prim, finite as u32)
-        })
-        .collect_into_vec(&mut refs);
-    let dropped_nan_triangles = refs.par_iter().filter(|r| r.triangles() == 0).count();
-    if dropped_nan_triangles > 0 {
-        refs.retain(|r| r.triangles() != 0);
-    }
+    let (mut refs, dropped_nan_triangles) = build::triangle_refs(mesh);
     let mut clusters = Vec::new();
     if chains {
         let prims: Vec<u32> = refs.iter().map(|r| r.prim()).collect();
