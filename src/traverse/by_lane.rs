@@ -94,13 +94,15 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
             untested.clear();
             loop {
                 steps += 1;
-                let boxed = match active && node & 6 == 4 {
-                    true => intersector.cached_box_of_box_pointer(node),
-                    false => None,
-                };
-                let triangle = match active && node & 4 == 0 {
-                    true => intersector.mapped_triangle(node),
-                    false => None,
+                // The direct lookups: a cached box node, else a mapped triangle node (types
+                // 0-3); anything else takes the general path.
+                let boxed = (active && node & 6 == 4)
+                    .then(|| intersector.cached_box_of_box_pointer(node))
+                    .flatten();
+                let triangle = || {
+                    (active && node & 4 == 0)
+                        .then(|| intersector.mapped_triangle(node))
+                        .flatten()
                 };
                 let next = if let Some(b) = boxed {
                     let mut children = [0u32; 4];
@@ -109,7 +111,7 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
                     totals.aabb_useful += b.useful_slots() as u64;
                     hit.clocks += 1;
                     traversal.after_box_masked(lane, node, children, valid)
-                } else if let Some(bytes) = triangle {
+                } else if let Some(bytes) = triangle() {
                     let mut batch = TriangleBatch::default();
                     batch.push_prepared(bytes, (node & 3) as usize, &tri_ray);
                     let dwords = batch.run(mode)[0];
