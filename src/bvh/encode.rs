@@ -911,6 +911,37 @@ fn stored_box(min: Vec3A, max: Vec3A, fp16: bool) -> ([f32; 3], [f32; 3]) {
     }
 }
 
+/// Writes box slot `s` of a box node into `boxes` (the node's bytes from 16 on): `bounds`
+/// rounded outward in an FP16 node, copied in an FP32 one, or NaN bounds for an empty slot
+/// (which can never be hit). Returns the box the hardware sees.
+#[inline(always)]
+fn write_slot_box(
+    boxes: &mut [u8],
+    s: usize,
+    fp16: bool,
+    bounds: Option<(Vec3A, Vec3A)>,
+) -> ([f32; 3], [f32; 3]) {
+    match (fp16, bounds) {
+        (true, Some((lo, hi))) => {
+            let (bits, stored) = f16_box(lo, hi);
+            bits.write(&mut boxes[12 * s..]);
+            stored
+        }
+        (true, None) => {
+            F16Bits::NAN.write(&mut boxes[12 * s..]);
+            ([f32::NAN; 3], [f32::NAN; 3])
+        }
+        (false, bounds) => {
+            let (lo, hi) = bounds.map_or(([f32::NAN; 3], [f32::NAN; 3]), |(lo, hi)| {
+                (lo.to_array(), hi.to_array())
+            });
+            let b = [lo[0], lo[1], lo[2], hi[0], hi[1], hi[2]];
+            boxes[24 * s..24 * s + 24].copy_from_slice(bytemuck::bytes_of(&b));
+            (lo, hi)
+        }
+    }
+}
+
 fn half_area_arr(b: &([f32; 3], [f32; 3])) -> f32 {
     half_area(Vec3A::from(b.0), Vec3A::from(b.1))
 }
@@ -1383,25 +1414,9 @@ pub fn encode(
                 let (children_bytes, boxes_bytes) = out.split_at_mut(16);
                 let mut children = [NodePointer::INVALID; 4];
                 for s in 0..4 {
-                    let Some(slot) = node.slots[s] else {
-                        if fp16[n] {
-                            F16Bits::NAN.write(&mut boxes_bytes[12 * s..]);
-                        } else {
-                            let nan = bytemuck::bytes_of(&[f32::NAN; 6]);
-                            boxes_bytes[24 * s..24 * s + 24].copy_from_slice(nan);
-                        }
-                        continue;
-                    };
-                    let (lo, hi) = tree.child_box(n, s);
-                    let stored = if fp16[n] {
-                        let (bits, stored) = f16_box(lo, hi);
-                        bits.write(&mut boxes_bytes[12 * s..]);
-                        stored
-                    } else {
-                        let b = [lo.x, lo.y, lo.z, hi.x, hi.y, hi.z];
-                        boxes_bytes[24 * s..24 * s + 24].copy_from_slice(bytemuck::bytes_of(&b));
-                        (lo.to_array(), hi.to_array())
-                    };
+                    let bounds = node.slots[s].map(|_| tree.child_box(n, s));
+                    let stored = write_slot_box(boxes_bytes, s, fp16[n], bounds);
+                    let Some(slot) = node.slots[s] else { continue };
                     let area = half_area_arr(&stored);
                     match slot {
                         Slot::Node(c) => {
