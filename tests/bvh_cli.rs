@@ -81,6 +81,49 @@ fn table_output_names_the_verdict() {
 }
 
 #[test]
+fn repeat_reports_every_build() {
+    let dir = tempfile::tempdir().unwrap();
+    let obj = dir.path().join("cube.obj");
+    std::fs::write(&obj, CUBE).unwrap();
+    let run = |extra: &[&str]| {
+        let out = Command::new(BIN)
+            .args(["bvh", obj.to_str().unwrap(), "--threads", "1"])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out.stdout
+    };
+    let v: serde_json::Value = serde_json::from_slice(&run(&["--repeat", "3", "--json"])).unwrap();
+    let times = v["repeat_build_encode_seconds"].as_array().unwrap();
+    assert_eq!(times.len(), 3);
+    // The first entry is the reported build's own build + encode time (to a relative 1e-12:
+    // serde_json's default float parsing may be one ULP off).
+    let first = v["build_seconds"].as_f64().unwrap() + v["encode_seconds"].as_f64().unwrap();
+    let t0 = times[0].as_f64().unwrap();
+    assert!((t0 - first).abs() <= 1e-12 * first, "{t0} vs {first}");
+    assert!(times.iter().all(|t| t.as_f64().unwrap() >= 0.0));
+    assert_eq!(v["valid"], true);
+    let text = String::from_utf8(run(&["--repeat", "2"])).unwrap();
+    assert!(text.contains("of 2 in this process"), "{text}");
+    // Without --repeat the table has no such line.
+    let text = String::from_utf8(run(&[])).unwrap();
+    assert!(!text.contains("in this process"), "{text}");
+    // --repeat 0 is refused, naming the flag.
+    let out = Command::new(BIN)
+        .args(["bvh", obj.to_str().unwrap(), "--repeat", "0"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--repeat"));
+}
+
+#[test]
 fn bad_input_exits_2_with_file_and_line() {
     let dir = tempfile::tempdir().unwrap();
     let obj = dir.path().join("bad.obj");
