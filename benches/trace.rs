@@ -49,9 +49,9 @@ fn agreement(scene: &str, set: &str, hits: &[Hit]) -> f64 {
 /// The data set's full camera ray set for `scene` (its README: a pinhole camera at `eye`
 /// looking at `target`, up +Y, vertical field of view `fov_deg`, aspect 1, rays through the
 /// pixel centres of a `width` x `height` image, row 0 at the top, row-major; tmin 0, tmax 1e30),
-/// computed in f64 and rounded to f32. Panics unless it equals the shipped `primary` subset
-/// (every 4th pixel in x and y) bit for bit.
-fn full_primary_rays(scene: &str) -> Vec<Ray> {
+/// computed in f64 and rounded to f32, and the image width. Panics unless it equals the
+/// shipped `primary` subset (every 4th pixel in x and y) bit for bit.
+fn full_primary_rays(scene: &str) -> (Vec<Ray>, usize) {
     let json: serde_json::Value =
         serde_json::from_slice(&std::fs::read(scenes().join(format!("{scene}.json"))).unwrap())
             .unwrap();
@@ -108,7 +108,7 @@ fn full_primary_rays(scene: &str) -> Vec<Ray> {
             "{scene}: ray {k} of the shipped primary set"
         );
     }
-    rays
+    (rays, width)
 }
 
 /// Hits of the full camera ray set at the pixels the shipped `primary` subset keeps.
@@ -194,7 +194,7 @@ fn bench(c: &mut Criterion) {
             );
         }
         // The reference tracers' own primary workload: the full camera ray set, wave32.
-        let rays = full_primary_rays(scene);
+        let (rays, width) = full_primary_rays(scene);
         let tracer = WaveTracer::new(
             &built.image,
             &mesh,
@@ -218,7 +218,7 @@ fn bench(c: &mut Criterion) {
             })
         });
         group.finish();
-        let share = agreement(scene, "primary", &kept_pixels(&hits, 1024));
+        let share = agreement(scene, "primary", &kept_pixels(&hits, width));
         println!(
             "{scene} primary_full wave32: {:.4} % of the kept pixels agree with Embree",
             100.0 * share

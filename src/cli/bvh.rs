@@ -92,8 +92,8 @@ pub struct BvhArgs {
     #[arg(long)]
     pub json: bool,
     /// Build this many times in this process and report the first, best and median build +
-    /// encode time (the first build also pays for the process's fresh memory; later ones
-    /// reuse what the allocator kept). The image and metrics are the first build's.
+    /// encode time (the first build faults in all of its memory fresh; later ones reuse
+    /// whatever memory the allocator kept). The image and metrics are the first build's.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     pub repeat: u32,
 }
