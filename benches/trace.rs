@@ -15,7 +15,7 @@
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-use wavetrace::bvh::{build, closest_hit_scalar, BuildOptions, Mesh};
+use wavetrace::bvh::{build, closest_hit_scalar, BuildOptions, BvhImage, Mesh};
 use wavetrace::counters::Counters;
 use wavetrace::math::{Hit, Ray};
 use wavetrace::traverse::rayfile::{parse_hits, read_rays};
@@ -111,6 +111,19 @@ fn full_primary_rays(scene: &str) -> (Vec<Ray>, usize) {
     (rays, width)
 }
 
+/// The wave model over `image` with `wave`-lane waves, on the calling thread.
+fn serial_tracer(image: &BvhImage, mesh: &Mesh, wave: WaveWidth) -> WaveTracer {
+    WaveTracer::new(
+        image,
+        mesh,
+        WaveTracerConfig {
+            wave,
+            parallel: false,
+            ..Default::default()
+        },
+    )
+}
+
 /// Hits of the full camera ray set at the pixels the shipped `primary` subset keeps.
 fn kept_pixels(hits: &[Hit], width: usize) -> Vec<Hit> {
     let kept = width / 4;
@@ -135,15 +148,7 @@ fn bench(c: &mut Criterion) {
                 .measurement_time(Duration::from_secs(4))
                 .throughput(Throughput::Elements(rays.len() as u64));
             for wave in [WaveWidth::W32, WaveWidth::W64] {
-                let tracer = WaveTracer::new(
-                    &built.image,
-                    &mesh,
-                    WaveTracerConfig {
-                        wave,
-                        parallel: false,
-                        ..Default::default()
-                    },
-                );
+                let tracer = serial_tracer(&built.image, &mesh, wave);
                 let mut hits = vec![Hit::MISS; rays.len()];
                 // Verified by one trace of its own, so that a filtered run (which skips the
                 // timed closure) checks the hits too.
@@ -174,14 +179,7 @@ fn bench(c: &mut Criterion) {
                 found += closest_hit_scalar(&built.image, &mesh, r).is_hit() as usize;
             }
             let scalar = sub.len() as f64 / start.elapsed().as_secs_f64();
-            let tracer = WaveTracer::new(
-                &built.image,
-                &mesh,
-                WaveTracerConfig {
-                    parallel: false,
-                    ..Default::default()
-                },
-            );
+            let tracer = serial_tracer(&built.image, &mesh, WaveWidth::W32);
             let mut hits = vec![Hit::MISS; sub.len()];
             let start = Instant::now();
             tracer.closest_hits(sub, &mut hits, None, &mut Counters::default());
@@ -195,14 +193,7 @@ fn bench(c: &mut Criterion) {
         }
         // The reference tracers' own primary workload: the full camera ray set, wave32.
         let (rays, width) = full_primary_rays(scene);
-        let tracer = WaveTracer::new(
-            &built.image,
-            &mesh,
-            WaveTracerConfig {
-                parallel: false,
-                ..Default::default()
-            },
-        );
+        let tracer = serial_tracer(&built.image, &mesh, WaveWidth::W32);
         let mut hits = vec![Hit::MISS; rays.len()];
         pool.install(|| tracer.closest_hits(&rays, &mut hits, None, &mut Counters::default()));
         let mut group = c.benchmark_group(format!("{scene}_primary_full"));

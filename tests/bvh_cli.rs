@@ -21,6 +21,16 @@ f 2 3 7 6
 f 1 5 8 4
 ";
 
+/// Exit code 0, or the command's stderr in the failure message.
+fn assert_success(out: &std::process::Output) {
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 #[test]
 fn json_and_dump() {
     let dir = tempfile::tempdir().unwrap();
@@ -49,12 +59,7 @@ fn json_and_dump() {
         .arg(&dump)
         .output()
         .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["valid"], true);
     assert_eq!(v["metrics"]["triangles"], 12);
@@ -91,12 +96,7 @@ fn repeat_reports_every_build() {
             .args(extra)
             .output()
             .unwrap();
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert_success(&out);
         out.stdout
     };
     let v: serde_json::Value = serde_json::from_slice(&run(&["--repeat", "3", "--json"])).unwrap();
