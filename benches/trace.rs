@@ -50,7 +50,9 @@ fn agreement(scene: &str, set: &str, hits: &[Hit]) -> f64 {
 /// looking at `target`, up +Y, vertical field of view `fov_deg`, aspect 1, rays through the
 /// pixel centres of a `width` x `height` image, row 0 at the top, row-major; tmin 0, tmax 1e30),
 /// computed in f64 and rounded to f32, and the image width. Panics unless it equals the
-/// shipped `primary` subset (every 4th pixel in x and y) bit for bit.
+/// shipped `primary` subset (every 4th pixel in x and y) bit for bit. (The profiler's
+/// `PinholeCamera::primary_rays` is not used: it computes in f32 with tmax = inf, so its rays
+/// are not the data set's bit for bit.)
 fn full_primary_rays(scene: &str) -> (Vec<Ray>, usize) {
     let json: serde_json::Value =
         serde_json::from_slice(&std::fs::read(scenes().join(format!("{scene}.json"))).unwrap())
