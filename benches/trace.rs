@@ -11,6 +11,7 @@
 //! shipped `primary` sets keep every 4th pixel in x and y (less coherent, so slower to trace).
 //! `NAME_primary_full` regenerates the full set from the camera in `NAME.json` and checks it
 //! against the shipped subset bit for bit, so that figure compares with the reference table.
+//! `dragon_primary_full` does the same for the dragon (871k triangles; no ray set of it ships).
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use std::path::{Path, PathBuf};
@@ -24,7 +25,7 @@ use wavetrace::wave::{Tracer, WaveWidth};
 
 #[path = "../tests/common/camera_rays.rs"]
 mod camera_rays;
-use camera_rays::full_primary_rays;
+use camera_rays::{full_primary_rays, scene_json};
 
 fn scenes() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/scenes")
@@ -155,6 +156,35 @@ fn bench(c: &mut Criterion) {
         );
         assert!(share >= 0.9997, "{scene} primary_full: {share}");
     }
+
+    // The dragon at scale (871k triangles): no ray set of it ships, so its full camera set is
+    // regenerated and checked by its hit count against the fraction `dragon.json` records.
+    let mesh = Mesh::load_obj(&scenes().join("dragon.obj.gz")).unwrap();
+    let built = build(&mesh, &BuildOptions::default()).unwrap();
+    let (rays, _) = full_primary_rays("dragon");
+    let tracer = serial_tracer(&built.image, &mesh, WaveWidth::W32);
+    let mut hits = vec![Hit::MISS; rays.len()];
+    pool.install(|| tracer.closest_hits(&rays, &mut hits, None, &mut Counters::default()));
+    let mut group = c.benchmark_group("dragon_primary_full");
+    group
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(8))
+        .throughput(Throughput::Elements(rays.len() as u64));
+    group.bench_function("wave32", |b| {
+        b.iter(|| {
+            let mut counters = Counters::default();
+            pool.install(|| tracer.closest_hits(&rays, &mut hits, None, &mut counters));
+            counters.td_clocks
+        })
+    });
+    group.finish();
+    let hit = hits.iter().filter(|h| h.is_hit()).count();
+    let expected = scene_json("dragon")["primary_hit_fraction"]
+        .as_f64()
+        .unwrap()
+        * rays.len() as f64;
+    println!("dragon primary_full wave32: {hit} hits, the reference tracers found {expected}");
+    assert!((hit as f64 - expected).abs() <= 1e-4 * rays.len() as f64);
 }
 
 criterion_group!(benches, bench);
