@@ -84,3 +84,85 @@ pub fn full_primary_rays(scene: &str) -> (Vec<Ray>, usize) {
     }
     (rays, width)
 }
+
+/// `count` diffuse bounce rays made the way the data set's README describes its `diffuse`
+/// sets: from primary hits drawn at random (seeded), a cosine-distributed direction about
+/// the hit triangle's geometric normal (turned to face the incoming ray), the origin offset
+/// along that normal by 1e-4 of the bounding-box diagonal `diagonal`; tmin 0, tmax 1e30.
+/// Computed in f64 from the triangle's vertices and the ray, so the set depends on which
+/// rays hit what, not on the tracer's rounding of t. Panics if no primary ray hits.
+pub fn diffuse_rays(
+    mesh: &wavetrace::bvh::Mesh,
+    primary: &[Ray],
+    hits: &[wavetrace::math::Hit],
+    diagonal: f64,
+    count: usize,
+    seed: u64,
+) -> Vec<Ray> {
+    let hit: Vec<usize> = (0..hits.len()).filter(|&i| hits[i].is_hit()).collect();
+    assert!(!hit.is_empty(), "no primary ray hits");
+    // splitmix64
+    let mut state = seed;
+    let mut next = move || {
+        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    };
+    let unit = |x: u64| (x >> 11) as f64 / (1u64 << 53) as f64;
+    let sub = |a: [f64; 3], b: [f64; 3]| std::array::from_fn::<f64, 3, _>(|i| a[i] - b[i]);
+    let dot = |a: [f64; 3], b: [f64; 3]| a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
+    let cross = |a: [f64; 3], b: [f64; 3]| {
+        [
+            a[1] * b[2] - a[2] * b[1],
+            a[2] * b[0] - a[0] * b[2],
+            a[0] * b[1] - a[1] * b[0],
+        ]
+    };
+    let normalize = |a: [f64; 3]| {
+        let l = dot(a, a).sqrt();
+        a.map(|x| x / l)
+    };
+    let f64x3 = |v: [f32; 3]| v.map(f64::from);
+    let mut rays = Vec::with_capacity(count);
+    while rays.len() < count {
+        let i = hit[(next() % hit.len() as u64) as usize];
+        let (ray, h) = (&primary[i], &hits[i]);
+        let [a, b, c] = mesh.triangle(h.prim_id).map(f64x3);
+        let n = cross(sub(b, a), sub(c, a));
+        if dot(n, n) == 0.0 {
+            continue;
+        }
+        let (o, d) = (f64x3(ray.origin.to_array()), f64x3(ray.dir.to_array()));
+        let mut n = normalize(n);
+        if dot(n, d) > 0.0 {
+            n = n.map(|x| -x);
+        }
+        // The hit point: where the ray meets the triangle's plane.
+        let t = dot(sub(a, o), n) / dot(d, n);
+        let p: [f64; 3] = std::array::from_fn(|k| o[k] + t * d[k] + 1e-4 * diagonal * n[k]);
+        let helper = if n[0].abs() > 0.9 {
+            [0.0, 1.0, 0.0]
+        } else {
+            [1.0, 0.0, 0.0]
+        };
+        let u = normalize(cross(n, helper));
+        let v = cross(n, u);
+        let (r1, r2) = (unit(next()), unit(next()));
+        let (radius, phi) = (r1.sqrt(), 2.0 * std::f64::consts::PI * r2);
+        let (x, y, z) = (
+            radius * phi.cos(),
+            radius * phi.sin(),
+            (1.0 - r1).max(0.0).sqrt(),
+        );
+        let dir = normalize(std::array::from_fn(|k| x * u[k] + y * v[k] + z * n[k]));
+        rays.push(Ray::new(
+            p.map(|x| x as f32).into(),
+            dir.map(|x| x as f32).into(),
+            0.0,
+            1e30,
+        ));
+    }
+    rays
+}
