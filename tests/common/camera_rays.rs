@@ -1,5 +1,6 @@
-//! The data sets' full camera ray sets, regenerated from `NAME.json` (shared by the trace
-//! bench and the scene tests).
+//! Ray sets made the way the shared data set made its own (shared by the trace bench and
+//! the scene tests): the full camera sets, regenerated from `NAME.json`, and diffuse bounce
+//! rays off their hits.
 
 use std::path::{Path, PathBuf};
 use wavetrace::math::Ray;
@@ -19,9 +20,8 @@ pub fn scene_json(scene: &str) -> serde_json::Value {
 /// pixel centres of a `width` x `height` image, row 0 at the top, row-major; tmin 0, tmax 1e30),
 /// computed in f64 and rounded to f32, and the image width. Where the scene ships a `primary`
 /// subset (every 4th pixel in x and y; the dragon has none), panics unless it equals that
-/// subset bit for bit. (The profiler's
-/// `PinholeCamera::primary_rays` is not used: it computes in f32 with tmax = inf, so its rays
-/// are not the data set's bit for bit.)
+/// subset bit for bit. (The profiler's `PinholeCamera::primary_rays` is not used: it computes
+/// in f32 with tmax = inf, so its rays are not the data set's bit for bit.)
 pub fn full_primary_rays(scene: &str) -> (Vec<Ray>, usize) {
     let json = scene_json(scene);
     let vec3 = |v: &serde_json::Value| -> [f64; 3] {
@@ -88,7 +88,8 @@ pub fn full_primary_rays(scene: &str) -> (Vec<Ray>, usize) {
 /// `count` diffuse bounce rays made the way the data set's README describes its `diffuse`
 /// sets: from primary hits drawn at random (seeded), a cosine-distributed direction about
 /// the hit triangle's geometric normal (turned to face the incoming ray), the origin offset
-/// along that normal by 1e-4 of the bounding-box diagonal `diagonal`; tmin 0, tmax 1e30.
+/// along that normal by 1e-4 of the bounding-box diagonal `diagonal` (so `NAME.json`'s
+/// `diffuse_eps` is `1e-4 * diagonal`); tmin 0, tmax 1e30.
 /// Computed in f64 from the triangle's vertices and the ray, so the set depends on which
 /// rays hit what, not on the tracer's rounding of t. Panics if no primary ray hits.
 pub fn diffuse_rays(
