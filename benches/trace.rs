@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use wavetrace::bvh::{build, closest_hit_scalar, BuildOptions, BvhImage, Mesh};
 use wavetrace::counters::Counters;
-use wavetrace::math::Hit;
+use wavetrace::math::{Hit, Ray};
 use wavetrace::traverse::rayfile::{parse_hits, read_rays};
 use wavetrace::traverse::{WaveTracer, WaveTracerConfig};
 use wavetrace::wave::{Tracer, WaveWidth};
@@ -63,6 +63,31 @@ fn serial_tracer(image: &BvhImage, mesh: &Mesh, wave: WaveWidth) -> WaveTracer {
             ..Default::default()
         },
     )
+}
+
+/// Criterion group `name`: `tracer` (wave32) on `rays` in `pool`, 10 samples of 8 s (the
+/// large ray sets); `hits` receives the hits of every trace.
+fn bench_wave32(
+    c: &mut Criterion,
+    pool: &rayon::ThreadPool,
+    name: &str,
+    tracer: &WaveTracer,
+    rays: &[Ray],
+    hits: &mut [Hit],
+) {
+    let mut group = c.benchmark_group(name);
+    group
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(8))
+        .throughput(Throughput::Elements(rays.len() as u64));
+    group.bench_function("wave32", |b| {
+        b.iter(|| {
+            let mut counters = Counters::default();
+            pool.install(|| tracer.closest_hits(rays, hits, None, &mut counters));
+            counters.td_clocks
+        })
+    });
+    group.finish();
 }
 
 /// Hits of the full camera ray set at the pixels the shipped `primary` subset keeps.
@@ -137,19 +162,8 @@ fn bench(c: &mut Criterion) {
         let tracer = serial_tracer(&built.image, &mesh, WaveWidth::W32);
         let mut hits = vec![Hit::MISS; rays.len()];
         pool.install(|| tracer.closest_hits(&rays, &mut hits, None, &mut Counters::default()));
-        let mut group = c.benchmark_group(format!("{scene}_primary_full"));
-        group
-            .sample_size(10)
-            .measurement_time(Duration::from_secs(8))
-            .throughput(Throughput::Elements(rays.len() as u64));
-        group.bench_function("wave32", |b| {
-            b.iter(|| {
-                let mut counters = Counters::default();
-                pool.install(|| tracer.closest_hits(&rays, &mut hits, None, &mut counters));
-                counters.td_clocks
-            })
-        });
-        group.finish();
+        let name = format!("{scene}_primary_full");
+        bench_wave32(c, &pool, &name, &tracer, &rays, &mut hits);
         let share = agreement(scene, "primary", &kept_pixels(&hits, width));
         println!(
             "{scene} primary_full wave32: {:.4} % of the kept pixels agree with Embree",
@@ -166,19 +180,7 @@ fn bench(c: &mut Criterion) {
     let tracer = serial_tracer(&built.image, &mesh, WaveWidth::W32);
     let mut hits = vec![Hit::MISS; rays.len()];
     pool.install(|| tracer.closest_hits(&rays, &mut hits, None, &mut Counters::default()));
-    let mut group = c.benchmark_group("dragon_primary_full");
-    group
-        .sample_size(10)
-        .measurement_time(Duration::from_secs(8))
-        .throughput(Throughput::Elements(rays.len() as u64));
-    group.bench_function("wave32", |b| {
-        b.iter(|| {
-            let mut counters = Counters::default();
-            pool.install(|| tracer.closest_hits(&rays, &mut hits, None, &mut counters));
-            counters.td_clocks
-        })
-    });
-    group.finish();
+    bench_wave32(c, &pool, "dragon_primary_full", &tracer, &rays, &mut hits);
     let hit = hits.iter().filter(|h| h.is_hit()).count();
     let json = scene_json("dragon");
     let expected = json["primary_hit_fraction"].as_f64().unwrap() * rays.len() as f64;
@@ -192,19 +194,7 @@ fn bench(c: &mut Criterion) {
     let diffuse = diffuse_rays(&mesh, &rays, &hits, diagonal, 1 << 18, 12350);
     let mut hits = vec![Hit::MISS; diffuse.len()];
     pool.install(|| tracer.closest_hits(&diffuse, &mut hits, None, &mut Counters::default()));
-    let mut group = c.benchmark_group("dragon_diffuse");
-    group
-        .sample_size(10)
-        .measurement_time(Duration::from_secs(8))
-        .throughput(Throughput::Elements(diffuse.len() as u64));
-    group.bench_function("wave32", |b| {
-        b.iter(|| {
-            let mut counters = Counters::default();
-            pool.install(|| tracer.closest_hits(&diffuse, &mut hits, None, &mut counters));
-            counters.td_clocks
-        })
-    });
-    group.finish();
+    bench_wave32(c, &pool, "dragon_diffuse", &tracer, &diffuse, &mut hits);
     for (i, ray) in diffuse.iter().enumerate().step_by(64) {
         let scalar = closest_hit_scalar(&built.image, &mesh, ray);
         assert_eq!(hits[i], scalar, "dragon diffuse ray {i}");
