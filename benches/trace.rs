@@ -15,7 +15,6 @@
 //! and `dragon_diffuse` traces bounce rays made from those hits the data set's way.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use wavetrace::bvh::{build, closest_hit_scalar, BuildOptions, BvhImage, Mesh};
 use wavetrace::counters::Counters;
@@ -26,11 +25,9 @@ use wavetrace::wave::{Tracer, WaveWidth};
 
 #[path = "../tests/common/camera_rays.rs"]
 mod camera_rays;
-use camera_rays::{diffuse_rays, full_primary_rays, scene_json};
-
-fn scenes() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/scenes")
-}
+use camera_rays::{
+    assert_primary_hit_fraction, diffuse_rays, full_primary_rays, scene_json, scenes,
+};
 
 fn agreement(scene: &str, set: &str, hits: &[Hit]) -> f64 {
     let dir = scenes();
@@ -181,11 +178,9 @@ fn bench(c: &mut Criterion) {
     let mut hits = vec![Hit::MISS; rays.len()];
     pool.install(|| tracer.closest_hits(&rays, &mut hits, None, &mut Counters::default()));
     bench_wave32(c, &pool, "dragon_primary_full", &tracer, &rays, &mut hits);
-    let hit = hits.iter().filter(|h| h.is_hit()).count();
-    let json = scene_json("dragon");
-    let expected = json["primary_hit_fraction"].as_f64().unwrap() * rays.len() as f64;
+    let (hit, expected) = assert_primary_hit_fraction("dragon", &hits);
     println!("dragon primary_full wave32: {hit} hits, the reference tracers found {expected}");
-    assert!((hit as f64 - expected).abs() <= 1e-4 * rays.len() as f64);
+    let json = scene_json("dragon");
 
     // Diffuse bounces off the dragon, made the data set's way (the dragon has none shipped):
     // scattered rays over a large tree, where the wave's interleaved lanes overlap their

@@ -6,13 +6,29 @@ use std::path::{Path, PathBuf};
 use wavetrace::math::Ray;
 use wavetrace::traverse::rayfile::read_rays;
 
-fn scenes() -> PathBuf {
+/// The shared data set's scene folder (`../shared/data/scenes`).
+pub fn scenes() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/scenes")
 }
 
 /// The scene's JSON description (`NAME.json`).
 pub fn scene_json(scene: &str) -> serde_json::Value {
     serde_json::from_slice(&std::fs::read(scenes().join(format!("{scene}.json"))).unwrap()).unwrap()
+}
+
+/// Panics unless the share of `hits` that hit something is the `primary_hit_fraction`
+/// `NAME.json` records for `scene` (the reference tracers' count on the full camera set),
+/// within the 0.01 % of rays the agreement rule lets differ. Returns the hit count and the
+/// recorded one.
+pub fn assert_primary_hit_fraction(scene: &str, hits: &[wavetrace::math::Hit]) -> (usize, f64) {
+    let hit = hits.iter().filter(|h| h.is_hit()).count();
+    let fraction = scene_json(scene)["primary_hit_fraction"].as_f64().unwrap();
+    let expected = fraction * hits.len() as f64;
+    assert!(
+        (hit as f64 - expected).abs() <= 1e-4 * hits.len() as f64,
+        "{scene}: {hit} hits, the reference tracers found {expected}"
+    );
+    (hit, expected)
 }
 
 /// The data set's full camera ray set for `scene` (its README: a pinhole camera at `eye`
