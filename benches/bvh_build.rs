@@ -8,6 +8,10 @@ use std::path::Path;
 use std::time::Duration;
 use wavetrace::bvh::{self, BoxFormat, BuildOptions, Mesh};
 
+/// The allocator the `wavetrace` binary runs with, so that the figures are the CLI's.
+#[global_allocator]
+static ALLOCATOR: wavetrace::host::HugePageAllocator = wavetrace::host::HugePageAllocator;
+
 const SCENES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/data/scenes");
 
 fn load(name: &str) -> Mesh {

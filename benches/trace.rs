@@ -23,6 +23,10 @@ use wavetrace::traverse::rayfile::{parse_hits, read_rays};
 use wavetrace::traverse::{WaveTracer, WaveTracerConfig};
 use wavetrace::wave::{Tracer, WaveWidth};
 
+/// The allocator the `wavetrace` binary runs with, so that the figures are the CLI's.
+#[global_allocator]
+static ALLOCATOR: wavetrace::host::HugePageAllocator = wavetrace::host::HugePageAllocator;
+
 #[path = "../tests/common/camera_rays.rs"]
 mod camera_rays;
 use camera_rays::{

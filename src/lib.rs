@@ -5,7 +5,7 @@
 //! image ([`bvh`]), a wave model that runs rays in lanes and counts TD clocks ([`wave`]),
 //! and a path tracer on top ([`render`]).
 //!
-//! Layers, bottom to top (a module uses only those below it): `error`, `math`, `hw`,
+//! Layers, bottom to top (a module uses only those below it): `error`, `host`, `math`, `hw`,
 //! `tiling`, `bvh`, `counters`, `wave`, `traverse`, `scene`, `render`, `profile`. See
 //! ARCHITECTURE.md.
 //!
@@ -19,6 +19,7 @@
 pub mod bvh;
 pub mod counters;
 pub mod error;
+pub mod host;
 pub mod hw;
 pub mod math;
 pub mod profile;
