@@ -150,9 +150,7 @@ pub fn run(args: BenchArgs) -> Result<i32> {
     for (f, rays) in ray_sets.iter().enumerate() {
         let clocks = results[f].as_ref().map_or(0, |(_, c)| c.td_clocks);
         for (b, (simd, schedule)) in builds.iter().enumerate() {
-            let mut sorted = seconds[f][b].clone();
-            sorted.sort_by(f64::total_cmp);
-            let (best, median) = (sorted[0], sorted[sorted.len() / 2]);
+            let (_, best, median) = super::first_best_median(&seconds[f][b]);
             let n = rays.len() as f64;
             rows.push(Row {
                 rays_file: args.rays[f].display().to_string(),

@@ -116,7 +116,7 @@ pub fn run(args: BvhArgs) -> Result<i32> {
         let again = pool.install(|| bvh::build(&mesh, &options))?;
         repeats.push(again.build_seconds + again.encode_seconds);
     }
-    let (first, best, median) = first_best_median(&repeats);
+    let (first, best, median) = super::first_best_median(&repeats);
     let start = Instant::now();
     let errors = bvh::validate(&built.image, &mesh);
     let validate_seconds = start.elapsed().as_secs_f64();
@@ -205,20 +205,6 @@ pub fn run(args: BvhArgs) -> Result<i32> {
     Ok(if errors.is_empty() { 0 } else { 1 })
 }
 
-/// The first, smallest and median of `seconds` (not empty; the median of an even count is
-/// the mean of the two middle values).
-fn first_best_median(seconds: &[f64]) -> (f64, f64, f64) {
-    let mut sorted = seconds.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    let n = sorted.len();
-    let median = if n % 2 == 1 {
-        sorted[n / 2]
-    } else {
-        (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
-    };
-    (seconds[0], sorted[0], median)
-}
-
 /// Writes `bytes` to a temporary name beside `path`, then renames it into place.
 fn write_atomically(path: &std::path::Path, bytes: &[u8]) -> Result<()> {
     let mut tmp = path.as_os_str().to_owned();
@@ -244,16 +230,4 @@ fn process_cpu_seconds() -> Option<f64> {
     let utime: f64 = fields.get(11)?.parse().ok()?;
     let stime: f64 = fields.get(12)?.parse().ok()?;
     Some((utime + stime) / 100.0)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::first_best_median;
-
-    #[test]
-    fn first_best_median_of_odd_and_even_counts() {
-        assert_eq!(first_best_median(&[0.5]), (0.5, 0.5, 0.5));
-        assert_eq!(first_best_median(&[0.9, 0.4, 0.6]), (0.9, 0.4, 0.6));
-        assert_eq!(first_best_median(&[0.7, 0.2, 0.5, 0.3]), (0.7, 0.2, 0.4));
-    }
 }

@@ -109,3 +109,29 @@ fn thread_pool(threads: Option<usize>) -> wavetrace::Result<rayon::ThreadPool> {
         .build()
         .map_err(|e| wavetrace::Error::Other(format!("cannot start the thread pool: {e}")))
 }
+
+/// The first, smallest and median of `seconds` (not empty; the median of an even count is
+/// the mean of the two middle values).
+pub(crate) fn first_best_median(seconds: &[f64]) -> (f64, f64, f64) {
+    let mut sorted = seconds.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let n = sorted.len();
+    let median = if n % 2 == 1 {
+        sorted[n / 2]
+    } else {
+        (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
+    };
+    (seconds[0], sorted[0], median)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::first_best_median;
+
+    #[test]
+    fn first_best_median_of_odd_and_even_counts() {
+        assert_eq!(first_best_median(&[0.5]), (0.5, 0.5, 0.5));
+        assert_eq!(first_best_median(&[0.9, 0.4, 0.6]), (0.9, 0.4, 0.6));
+        assert_eq!(first_best_median(&[0.7, 0.2, 0.5, 0.3]), (0.7, 0.2, 0.4));
+    }
+}
