@@ -30,7 +30,8 @@ static ALLOCATOR: wavetrace::host::HugePageAllocator = wavetrace::host::HugePage
 #[path = "../tests/common/camera_rays.rs"]
 mod camera_rays;
 use camera_rays::{
-    assert_primary_hit_fraction, diffuse_rays, full_primary_rays, scene_json, scenes,
+    assert_primary_hit_fraction, diagonal, diffuse_rays, full_primary_rays, kept_pixel, scene_json,
+    scenes,
 };
 
 fn agreement(scene: &str, set: &str, hits: &[Hit]) -> f64 {
@@ -95,7 +96,7 @@ fn bench_wave32(
 fn kept_pixels(hits: &[Hit], width: usize) -> Vec<Hit> {
     let kept = width / 4;
     (0..kept * kept)
-        .map(|k| hits[4 * (k / kept) * width + 4 * (k % kept)])
+        .map(|k| hits[kept_pixel(k, width)])
         .collect()
 }
 
@@ -189,8 +190,7 @@ fn bench(c: &mut Criterion) {
     // Diffuse bounces off the dragon, made the data set's way (the dragon has none shipped):
     // scattered rays over a large tree, where the wave's interleaved lanes overlap their
     // memory misses. Checked against the scalar reference traversal on a sample.
-    let diagonal = json["diffuse_eps"].as_f64().unwrap() / 1e-4;
-    let diffuse = diffuse_rays(&mesh, &rays, &hits, diagonal, 1 << 18, 12350);
+    let diffuse = diffuse_rays(&mesh, &rays, &hits, diagonal("dragon"), 1 << 18, 12350);
     let mut hits = vec![Hit::MISS; diffuse.len()];
     pool.install(|| tracer.closest_hits(&diffuse, &mut hits, None, &mut Counters::default()));
     bench_wave32(c, &pool, "dragon_diffuse", &tracer, &diffuse, &mut hits);

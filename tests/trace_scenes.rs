@@ -175,7 +175,7 @@ fn dragon_diffuse_matches_the_scalar_reference(
     primary_hits: &[Hit],
 ) {
     let json = camera_rays::scene_json("dragon");
-    let diagonal = json["diffuse_eps"].as_f64().unwrap() / 1e-4;
+    let diagonal = camera_rays::diagonal("dragon");
     let rays = camera_rays::diffuse_rays(mesh, primary, primary_hits, diagonal, 1 << 13, 7);
     let tracer = WaveTracer::new(image, mesh, WaveTracerConfig::default());
     let mut hits = vec![Hit::MISS; rays.len()];

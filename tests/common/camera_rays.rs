@@ -16,6 +16,40 @@ pub fn scene_json(scene: &str) -> serde_json::Value {
     serde_json::from_slice(&std::fs::read(scenes().join(format!("{scene}.json"))).unwrap()).unwrap()
 }
 
+/// f64 vector helpers for the ray generators.
+fn sub(a: [f64; 3], b: [f64; 3]) -> [f64; 3] {
+    std::array::from_fn(|i| a[i] - b[i])
+}
+
+fn dot(a: [f64; 3], b: [f64; 3]) -> f64 {
+    a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
+}
+
+fn cross(a: [f64; 3], b: [f64; 3]) -> [f64; 3] {
+    [
+        a[1] * b[2] - a[2] * b[1],
+        a[2] * b[0] - a[0] * b[2],
+        a[0] * b[1] - a[1] * b[0],
+    ]
+}
+
+fn normalize(a: [f64; 3]) -> [f64; 3] {
+    let l = dot(a, a).sqrt();
+    a.map(|x| x / l)
+}
+
+/// Index in the full `width`-wide camera set of ray `k` of the shipped `primary` subset
+/// (every 4th pixel in x and y).
+pub fn kept_pixel(k: usize, width: usize) -> usize {
+    let kept = width / 4;
+    4 * (k / kept) * width + 4 * (k % kept)
+}
+
+/// The scene's bounding-box diagonal, from `NAME.json`'s `diffuse_eps` (1e-4 of it).
+pub fn diagonal(scene: &str) -> f64 {
+    scene_json(scene)["diffuse_eps"].as_f64().unwrap() / 1e-4
+}
+
 /// Panics unless the share of `hits` that hit something is the `primary_hit_fraction`
 /// `NAME.json` records for `scene` (the reference tracers' count on the full camera set),
 /// within the 0.01 % of rays the agreement rule lets differ. Returns the hit count and the
@@ -54,18 +88,6 @@ pub fn full_primary_rays(scene: &str) -> (Vec<Ray>, usize) {
         json["width"].as_u64().unwrap() as usize,
         json["height"].as_u64().unwrap() as usize,
     );
-    let sub = |a: [f64; 3], b: [f64; 3]| std::array::from_fn::<f64, 3, _>(|i| a[i] - b[i]);
-    let normalize = |a: [f64; 3]| {
-        let l = (a[0] * a[0] + a[1] * a[1] + a[2] * a[2]).sqrt();
-        a.map(|x| x / l)
-    };
-    let cross = |a: [f64; 3], b: [f64; 3]| {
-        [
-            a[1] * b[2] - a[2] * b[1],
-            a[2] * b[0] - a[0] * b[2],
-            a[0] * b[1] - a[1] * b[0],
-        ]
-    };
     let forward = normalize(sub(target, eye));
     let right = normalize(cross(forward, up));
     let upward = cross(right, forward);
@@ -88,9 +110,8 @@ pub fn full_primary_rays(scene: &str) -> (Vec<Ray>, usize) {
     }
     let shipped = read_rays(&shipped_path).unwrap();
     assert_eq!(shipped.len(), (width / 4) * (height / 4));
-    let kept = width / 4;
     for (k, s) in shipped.iter().enumerate() {
-        let r = &rays[4 * (k / kept) * width + 4 * (k % kept)];
+        let r = &rays[kept_pixel(k, width)];
         let bits = |r: &Ray| [r.origin, r.dir].map(|v| v.to_array().map(f32::to_bits));
         assert_eq!(
             bits(r),
@@ -128,19 +149,6 @@ pub fn diffuse_rays(
         z ^ (z >> 31)
     };
     let unit = |x: u64| (x >> 11) as f64 / (1u64 << 53) as f64;
-    let sub = |a: [f64; 3], b: [f64; 3]| std::array::from_fn::<f64, 3, _>(|i| a[i] - b[i]);
-    let dot = |a: [f64; 3], b: [f64; 3]| a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
-    let cross = |a: [f64; 3], b: [f64; 3]| {
-        [
-            a[1] * b[2] - a[2] * b[1],
-            a[2] * b[0] - a[0] * b[2],
-            a[0] * b[1] - a[1] * b[0],
-        ]
-    };
-    let normalize = |a: [f64; 3]| {
-        let l = dot(a, a).sqrt();
-        a.map(|x| x / l)
-    };
     let f64x3 = |v: [f32; 3]| v.map(f64::from);
     let mut rays = Vec::with_capacity(count);
     while rays.len() < count {
