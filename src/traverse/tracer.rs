@@ -347,54 +347,76 @@ impl WaveTracer {
         out: &mut [LaneOutput],
         counters: &mut Counters,
     ) {
+        self.trace_into(rays, query, out, &|_, o| *o, counters);
+    }
+
+    /// Traces `rays` and writes `convert(ray, lane output)` for each to `out`, adding to
+    /// `counters`. The lane outputs of a parallel block stay in a small buffer that is
+    /// converted while it is still in cache (a buffer of every ray's output would be written
+    /// and read back through memory).
+    fn trace_into<O: Send>(
+        &self,
+        rays: &[Ray],
+        query: Query,
+        out: &mut [O],
+        convert: &(impl Fn(&Ray, &LaneOutput) -> O + Sync),
+        counters: &mut Counters,
+    ) {
         assert_eq!(rays.len(), out.len(), "one output per ray");
         match (self.config.wave, self.config.strategy, self.leaf_chains) {
             (WaveWidth::W32, Strategy::FullStack, false) => {
-                self.run::<32, _>(&FullStack, rays, query, out, counters)
+                self.run::<32, _, O>(&FullStack, rays, query, out, convert, counters)
             }
             (WaveWidth::W64, Strategy::FullStack, false) => {
-                self.run::<64, _>(&FullStack, rays, query, out, counters)
+                self.run::<64, _, O>(&FullStack, rays, query, out, convert, counters)
             }
             (WaveWidth::W32, Strategy::FullStack, true) => {
-                self.run::<32, _>(&LeafChains(FullStack), rays, query, out, counters)
+                self.run::<32, _, O>(&LeafChains(FullStack), rays, query, out, convert, counters)
             }
             (WaveWidth::W64, Strategy::FullStack, true) => {
-                self.run::<64, _>(&LeafChains(FullStack), rays, query, out, counters)
+                self.run::<64, _, O>(&LeafChains(FullStack), rays, query, out, convert, counters)
             }
         }
     }
 
-    fn run<const W: usize, T: Traversal>(
+    fn run<const W: usize, T: Traversal, O: Send>(
         &self,
         traversal: &T,
         rays: &[Ray],
         query: Query,
-        out: &mut [LaneOutput],
+        out: &mut [O],
+        convert: &(impl Fn(&Ray, &LaneOutput) -> O + Sync),
         counters: &mut Counters,
     ) {
         match &self.prim_ids {
-            Ids::Image(ids) => self.run_with::<W, T, _>(traversal, ids, rays, query, out, counters),
+            Ids::Image(ids) => {
+                self.run_with::<W, T, _, O>(traversal, ids, rays, query, out, convert, counters)
+            }
             Ids::Other(ids) => {
-                self.run_with::<W, T, _>(traversal, &**ids, rays, query, out, counters)
+                self.run_with::<W, T, _, O>(traversal, &**ids, rays, query, out, convert, counters)
             }
         }
     }
 
-    fn run_with<const W: usize, T: Traversal, P: PrimitiveIds + ?Sized>(
+    #[allow(clippy::too_many_arguments)]
+    fn run_with<const W: usize, T: Traversal, P: PrimitiveIds + ?Sized, O: Send>(
         &self,
         traversal: &T,
         prim_id: &P,
         rays: &[Ray],
         query: Query,
-        out: &mut [LaneOutput],
+        out: &mut [O],
+        convert: &(impl Fn(&Ray, &LaneOutput) -> O + Sync),
         counters: &mut Counters,
     ) {
         let intersector = self.intersector();
         let block = CHUNK_WAVES * W;
         let simd = self.config.simd.resolve();
         let schedule = self.config.schedule;
-        let run_block = |(b, (rays, out)): (usize, (&[Ray], &mut [LaneOutput]))| {
+        let run_block = |scratch: &mut BlockScratch<W, T::Lane>,
+                         (b, (rays, out)): (usize, (&[Ray], &mut [O]))| {
             let mut local = Counters::default();
+            let lanes = &mut scratch.outputs[..rays.len()];
             let job = WaveBlock {
                 run: WaveRun {
                     intersector: &intersector,
@@ -407,25 +429,28 @@ impl WaveTracer {
             };
             match schedule {
                 Schedule::Lockstep => {
-                    let mut wave: Box<Wave<W, LaneState<T::Lane>>> = Box::new(Wave::new(0));
+                    let wave = &mut scratch.wave;
                     match simd {
                         // SAFETY: `resolve` returns Avx2 only when the CPU has AVX2.
                         #[cfg(target_arch = "x86_64")]
-                        SimdPath::Avx2 => unsafe { job.run_avx2(rays, &mut wave, out, &mut local) },
-                        _ => job.run::<_, false>(rays, &mut wave, out, &mut local),
+                        SimdPath::Avx2 => unsafe { job.run_avx2(rays, wave, lanes, &mut local) },
+                        _ => job.run::<_, false>(rays, wave, lanes, &mut local),
                     }
                 }
                 Schedule::ByLane => {
-                    let mut scratch = ByLaneScratch::default();
+                    let by_lane = &mut scratch.by_lane;
                     match simd {
                         // SAFETY: `resolve` returns Avx2 only when the CPU has AVX2.
                         #[cfg(target_arch = "x86_64")]
                         SimdPath::Avx2 => unsafe {
-                            job.run_by_lane_avx2::<W>(rays, &mut scratch, out, &mut local)
+                            job.run_by_lane_avx2::<W>(rays, by_lane, lanes, &mut local)
                         },
-                        _ => job.run_by_lane::<W>(rays, &mut scratch, out, &mut local),
+                        _ => job.run_by_lane::<W>(rays, by_lane, lanes, &mut local),
                     }
                 }
+            }
+            for ((o, lane), ray) in out.iter_mut().zip(lanes.iter()).zip(rays) {
+                *o = convert(ray, lane);
             }
             local
         };
@@ -433,13 +458,14 @@ impl WaveTracer {
             rays.par_chunks(block)
                 .zip(out.par_chunks_mut(block))
                 .enumerate()
-                .map(run_block)
+                .map_init(BlockScratch::new, run_block)
                 .collect()
         } else {
+            let mut scratch = BlockScratch::new();
             rays.chunks(block)
                 .zip(out.chunks_mut(block))
                 .enumerate()
-                .map(run_block)
+                .map(|item| run_block(&mut scratch, item))
                 .collect()
         };
         for l in &locals {
@@ -462,6 +488,24 @@ impl WaveTracer {
                 hit
             }
             None => Hit::MISS,
+        }
+    }
+}
+
+/// What a worker reuses from one parallel block to the next: the wave (its lanes' stacks
+/// keep their capacity), the by-lane schedule's buffers, and the block's lane outputs.
+struct BlockScratch<const W: usize, L> {
+    wave: Box<Wave<W, LaneState<L>>>,
+    by_lane: ByLaneScratch<L>,
+    outputs: Box<[LaneOutput]>,
+}
+
+impl<const W: usize, L: Default> BlockScratch<W, L> {
+    fn new() -> Self {
+        BlockScratch {
+            wave: Box::new(Wave::new(0)),
+            by_lane: ByLaneScratch::default(),
+            outputs: vec![LaneOutput::default(); CHUNK_WAVES * W].into_boxed_slice(),
         }
     }
 }
@@ -551,25 +595,39 @@ impl Tracer for WaveTracer {
         counters: &mut Counters,
     ) {
         assert_eq!(rays.len(), hits.len(), "one hit per ray");
-        let mut out = vec![LaneOutput::default(); rays.len()];
-        self.trace_raw(rays, Query::ClosestHit, &mut out, counters);
-        for ((h, o), ray) in hits.iter_mut().zip(&out).zip(rays) {
-            *h = self.to_hit(ray, o);
-        }
-        if let Some(clocks) = ray_clocks {
-            assert_eq!(clocks.len(), rays.len(), "one clock count per ray");
-            for (c, o) in clocks.iter_mut().zip(&out) {
-                *c = o.clocks;
+        match ray_clocks {
+            None => self.trace_into(
+                rays,
+                Query::ClosestHit,
+                hits,
+                &|ray, o| self.to_hit(ray, o),
+                counters,
+            ),
+            Some(clocks) => {
+                assert_eq!(clocks.len(), rays.len(), "one clock count per ray");
+                let mut out = vec![(Hit::MISS, 0u32); rays.len()];
+                self.trace_into(
+                    rays,
+                    Query::ClosestHit,
+                    &mut out,
+                    &|ray, o| (self.to_hit(ray, o), o.clocks),
+                    counters,
+                );
+                for ((h, c), (hit, clock)) in hits.iter_mut().zip(clocks.iter_mut()).zip(out) {
+                    (*h, *c) = (hit, clock);
+                }
             }
         }
     }
 
     fn any_hits(&self, rays: &[Ray], occluded: &mut [bool], counters: &mut Counters) {
         assert_eq!(rays.len(), occluded.len(), "one flag per ray");
-        let mut out = vec![LaneOutput::default(); rays.len()];
-        self.trace_raw(rays, Query::AnyHit, &mut out, counters);
-        for (h, o) in occluded.iter_mut().zip(&out) {
-            *h = o.best.is_some();
-        }
+        self.trace_into(
+            rays,
+            Query::AnyHit,
+            occluded,
+            &|_, o| o.best.is_some(),
+            counters,
+        );
     }
 }
