@@ -497,7 +497,7 @@ pub struct TriangleRay {
 
 impl TriangleRay {
     /// Prepares `ray`.
-    #[inline]
+    #[inline(always)]
     pub fn new(ray: &LaneRay) -> TriangleRay {
         let rotation = dominant_rotation(ray.dir);
         TriangleRay {
@@ -510,7 +510,7 @@ impl TriangleRay {
 
 /// The dominant-axis rotation: x dominant -> (y,z,x), y dominant -> (z,x,y), else identity,
 /// ties resolved x first, then y. Returns the index permutation.
-#[inline]
+#[inline(always)]
 pub fn dominant_rotation(dir: [f32; 3]) -> [usize; 3] {
     let mag = dir.map(f32::abs);
     // max_mag = max(|x|, max(|y|, |z|)) (NaN-ignoring; direction is never NaN here)
