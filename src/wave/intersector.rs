@@ -45,9 +45,10 @@ pub type LaneRay = crate::hw::instruction::RayRegisters;
 #[repr(C, align(16))]
 #[derive(Clone, Copy, Debug)]
 pub struct DecodedBox {
-    /// min.x, min.y, min.z of the four children.
+    /// min.x, min.y, min.z of the four children (a slot with an INVALID pointer holds a
+    /// copy of the first real child's bounds: see `with_order`).
     pub lo: [f32x4; 3],
-    /// max.x, max.y, max.z of the four children.
+    /// max.x, max.y, max.z of the four children (likewise).
     pub hi: [f32x4; 3],
     /// The four child pointers, verbatim.
     pub children: [u32; 4],
@@ -111,6 +112,24 @@ impl DecodedBox {
     }
 
     fn with_order(mut self) -> DecodedBox {
+        // A slot whose pointer is INVALID returns INVALID whatever its bounds, and the sort
+        // never reads its key (`semantics.md` 5.6, 5.7; `hw::box_test`): its bounds cannot
+        // change a result. Encoders give such slots NaN or inverted bounds, which would send
+        // every query of the node to the general path; a copy of the first real child's
+        // bounds lets the node take the fast path whenever its real children do.
+        if let Some(donor) = self.children.iter().position(|&c| c != INVALID) {
+            for side in [&mut self.lo, &mut self.hi] {
+                for v in side.iter_mut() {
+                    let mut x = v.to_array();
+                    for c in 0..4 {
+                        if self.children[c] == INVALID {
+                            x[c] = x[donor];
+                        }
+                    }
+                    *v = f32x4::new(x);
+                }
+            }
+        }
         let ordered = (0..3).all(|a| self.lo[a].simd_le(self.hi[a]).to_bitmask() == 0xf);
         self.ordered = ordered as u32;
         self.useful = self.children.iter().filter(|&&c| c != INVALID).count() as u32;
