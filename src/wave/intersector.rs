@@ -1133,4 +1133,69 @@ mod tests {
         // Per slot: 6 non-NaN keys when valid, 7 keys when invalid: (6 + 7)^4 cases.
         assert_eq!(cases, 13usize.pow(4));
     }
+
+    /// An FP16 node laid out as the encoder writes a partly filled one (empty slots: NaN
+    /// bounds, INVALID pointer) decodes to an `ordered` entry, so its queries take the fast
+    /// test, and on seeded random rays `box_query` answers what the scalar reference answers
+    /// on the node's own bytes, sorted and not.
+    #[test]
+    fn empty_slots_keep_a_node_on_the_fast_path() {
+        use crate::hw::box_test::{child_boxes_f16, intersect_box_node, BoxRay};
+        use crate::hw::node::BoxNodeF16;
+        let nan = half::f16::NAN.to_bits();
+        let h = |x: f32| half::f16::from_f32(x).to_bits();
+        let mut next = xorshift(0xE4_u64);
+        let mut unit = move || (next() >> 40) as f32 / (1u64 << 24) as f32 * 4.0 - 2.0;
+        let mut hits = 0;
+        for case in 0..4000u32 {
+            // One to three real children, in any slots.
+            let empty = 1 + case % 14;
+            let mut node = BoxNodeF16 {
+                children: [0; 4],
+                boxes: [[nan; 6]; 4],
+            };
+            for c in 0..4 {
+                if (empty >> c) & 1 == 1 {
+                    node.children[c] = INVALID;
+                    continue;
+                }
+                node.children[c] = 0x200 + 8 * c as u32 + 5;
+                for a in 0..3 {
+                    let (p, q) = (unit(), unit());
+                    node.boxes[c][a] = h(p.min(q));
+                    node.boxes[c][3 + a] = h(p.max(q));
+                }
+            }
+            let bytes = bytemuck::bytes_of(&node);
+            let decoded = DecodedBox::from_box16(bytes);
+            assert_eq!(decoded.ordered, 1, "case {case}");
+            assert_eq!(decoded.children, node.children);
+            let dir = [unit(), unit(), unit()];
+            let ray = LaneRay {
+                extent: 10.0,
+                origin: [unit(), unit(), unit()],
+                dir,
+                inv_dir: dir.map(|d| 1.0 / d),
+            };
+            let reference_ray = BoxRay {
+                origin: ray.origin,
+                inv_dir: ray.inv_dir,
+                extent: ray.extent,
+            };
+            for sort in [false, true] {
+                let expect = intersect_box_node(
+                    node.children,
+                    &child_boxes_f16(&node),
+                    &reference_ray,
+                    0,
+                    sort,
+                );
+                let mut out = [0u32; 4];
+                box_query(&decoded, &ray, 1.0, sort, &mut out);
+                assert_eq!(out, expect, "case {case} sort {sort}");
+                hits += expect.iter().filter(|&&p| p != INVALID).count();
+            }
+        }
+        assert!(hits > 1000, "{hits} children hit");
+    }
 }
