@@ -71,12 +71,12 @@ impl StackLane {
         if self.top + 4 > self.buf.len() {
             self.grow();
         }
-        // top + n - 4 >= top - 3 >= 0, and base + 4 = top + n <= buf.len() (checked above).
         let base = self.top + n - 4;
-        let Some(dst) = self.buf.get_mut(base..base + 4) else {
-            unreachable!("the buffer has four free slots above the top");
-        };
-        let dst: &mut [u32; 4] = dst.try_into().expect("four slots");
+        debug_assert!(base + 4 <= self.buf.len());
+        // SAFETY: `top >= FLOOR = 3` and `n >= 1`, so `base >= 0` without wrapping, and
+        // `base + 4 = top + n <= top + 4 <= buf.len()` (grown above): the four slots are in
+        // the buffer. (Checked slicing here costs seven host instructions a box query.)
+        let dst = unsafe { &mut *(self.buf.as_mut_ptr().add(base) as *mut [u32; 4]) };
         write_reversed_keeping_invalid(dst, children);
         self.top += n - 1;
     }
