@@ -899,6 +899,18 @@ mod tests {
         }
     }
 
+    /// A ray of extent 10 with direction, then origin, drawn from `unit`, and the inverse
+    /// direction a driver computes.
+    fn random_ray(unit: &mut impl FnMut() -> f32) -> LaneRay {
+        let dir = [unit(), unit(), unit()];
+        LaneRay {
+            extent: 10.0,
+            origin: [unit(), unit(), unit()],
+            dir,
+            inv_dir: dir.map(|d| 1.0 / d),
+        }
+    }
+
     /// The mask `box_query` returns names exactly the entries it wrote that are children,
     /// sorted or not, on seeded random boxes (some inverted, some slots empty) and rays.
     #[test]
@@ -929,13 +941,7 @@ mod tests {
                 }
             }
             let node = DecodedBox::from_box32(&bytes);
-            let dir = [unit(), unit(), unit()];
-            let ray = LaneRay {
-                extent: 10.0,
-                origin: [unit(), unit(), unit()],
-                dir,
-                inv_dir: dir.map(|d| 1.0 / d),
-            };
+            let ray = random_ray(&mut unit);
             for sort in [false, true] {
                 let mut out = [0u32; 4];
                 let mask = box_query(&node, &ray, 1.0, sort, &mut out);
@@ -1170,13 +1176,7 @@ mod tests {
             let decoded = DecodedBox::from_box16(bytes);
             assert_eq!(decoded.ordered, 1, "case {case}");
             assert_eq!(decoded.children, node.children);
-            let dir = [unit(), unit(), unit()];
-            let ray = LaneRay {
-                extent: 10.0,
-                origin: [unit(), unit(), unit()],
-                dir,
-                inv_dir: dir.map(|d| 1.0 / d),
-            };
+            let ray = random_ray(&mut unit);
             let reference_ray = BoxRay {
                 origin: ray.origin,
                 inv_dir: ray.inv_dir,
