@@ -118,16 +118,10 @@ impl DecodedBox {
         // every query of the node to the general path; a copy of the first real child's
         // bounds lets the node take the fast path whenever its real children do.
         if let Some(donor) = self.children.iter().position(|&c| c != INVALID) {
-            for side in [&mut self.lo, &mut self.hi] {
-                for v in side.iter_mut() {
-                    let mut x = v.to_array();
-                    for c in 0..4 {
-                        if self.children[c] == INVALID {
-                            x[c] = x[donor];
-                        }
-                    }
-                    *v = f32x4::new(x);
-                }
+            let empty = self.children.map(|c| c == INVALID);
+            for v in self.lo.iter_mut().chain(self.hi.iter_mut()) {
+                let x = v.to_array();
+                *v = f32x4::new(std::array::from_fn(|c| x[if empty[c] { donor } else { c }]));
             }
         }
         let ordered = (0..3).all(|a| self.lo[a].simd_le(self.hi[a]).to_bitmask() == 0xf);
