@@ -11,15 +11,49 @@
 //! changes no byte of any result, only how the kernel backs the memory; where the kernel has
 //! no huge pages to give, or off Linux, nothing changes at all.
 //!
+//! One kind of block is better off without the hint: a large buffer written once, in order,
+//! right after it is allocated (the encoder's BVH image). Writing in order gains nothing from
+//! fewer TLB misses, and on this machine class the first touch of fresh huge pages costs
+//! more than that of small pages (a 45 MB block: about 50 ms against 16 ms, in a C program
+//! that only touches the pages; the kernel must find, and the host back, whole 2 MiB pages).
+//! [`without_huge_pages`] turns the hint off for the blocks one thread allocates meanwhile.
+//!
 //! The library never installs it: a program opts in with
 //! `#[global_allocator] static A: HugePageAllocator = HugePageAllocator;`,
 //! as the `wavetrace` binary and the benchmarks do.
 
 use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
 
 /// Blocks at least this large get the huge-page hint (two 2 MiB pages: a smaller block has
 /// at most one whole aligned huge page inside it, not worth a system call).
 pub const HUGE_PAGE_THRESHOLD: usize = 4 << 20;
+
+thread_local! {
+    /// Set while this thread runs [`without_huge_pages`]. (A `const` cell with no destructor:
+    /// the allocator may read it at any point of the thread's life.)
+    static PLAIN_PAGES: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Runs `f`; the blocks this thread allocates meanwhile get no huge-page hint (module docs:
+/// for buffers written once, in order). Nothing changes where the allocator is not
+/// installed, and no byte of any result changes either way.
+pub fn without_huge_pages<T>(f: impl FnOnce() -> T) -> T {
+    /// Restores the previous setting, also when `f` unwinds.
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            PLAIN_PAGES.with(|c| c.set(self.0));
+        }
+    }
+    let _restore = Restore(PLAIN_PAGES.with(|c| c.replace(true)));
+    f()
+}
+
+/// Whether this thread's new large blocks get the hint now.
+fn hint_wanted() -> bool {
+    !PLAIN_PAGES.with(Cell::get)
+}
 
 /// The size of an x86-64 and aarch64 (4 KiB granule) transparent huge page.
 const HUGE_PAGE: usize = 2 << 20;
@@ -75,7 +109,7 @@ fn huge_page_span(start: usize, len: usize) -> Option<(usize, usize)> {
 /// Marks the whole huge pages of a block for transparent huge pages; failures are ignored
 /// (the memory stays as it was).
 fn advise_huge_pages(block: *mut u8, len: usize) {
-    if block.is_null() {
+    if block.is_null() || !hint_wanted() {
         return;
     }
     let Some((first, span)) = huge_page_span(block as usize, len) else {
@@ -120,6 +154,26 @@ mod tests {
             huge_page_span(usize::MAX - HUGE_PAGE, HUGE_PAGE_THRESHOLD),
             None
         );
+    }
+
+    #[test]
+    fn without_huge_pages_holds_for_its_closure_only() {
+        assert!(hint_wanted());
+        let inner = without_huge_pages(|| {
+            // Nested calls keep the hint off until the outermost one ends.
+            let nested = without_huge_pages(hint_wanted);
+            (nested, hint_wanted())
+        });
+        assert_eq!(inner, (false, false));
+        assert!(hint_wanted());
+        // Other threads are not affected.
+        without_huge_pages(|| {
+            assert!(std::thread::spawn(hint_wanted).join().unwrap());
+        });
+        // A closure that panics still restores the hint.
+        let unwound = std::panic::catch_unwind(|| without_huge_pages(|| panic!("inside")));
+        assert!(unwound.is_err());
+        assert!(hint_wanted());
     }
 
     #[test]
