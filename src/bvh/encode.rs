@@ -1347,8 +1347,8 @@ pub fn encode(
     };
 
     // Written once, in order, just below: fresh huge pages would cost more to fault in than
-    // they save (`host` module docs; the dragon's first encode took 0.17 s instead of
-    // 0.23-0.24 s, and tracing from the image was as fast).
+    // they save (`host` module docs; the dragon's first encode took 0.17 s instead of 0.21 s,
+    // median of 6 alternating rounds, and tracing from the image was as fast).
     let mut bytes: Vec<u8> = crate::host::without_huge_pages(|| vec![0; blocks * 64]);
     let slot_primitive = packs.slot_primitives();
 
