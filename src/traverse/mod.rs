@@ -269,7 +269,7 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
         for i in 0..W {
             match rays.get(i) {
                 Some(ray) => {
-                    if start_lane(traversal, root, wave, i, ray) && !ray_is_active(&wave.ray[i]) {
+                    if start_lane_checked(traversal, root, wave, i, ray) == Some(false) {
                         rejected |= 1 << i;
                     }
                 }
@@ -453,18 +453,37 @@ pub(crate) fn start_lane<const W: usize, T: Traversal>(
     i: usize,
     ray: &Ray,
 ) -> bool {
+    start_lane_checked(traversal, root, wave, i, ray).is_some()
+}
+
+/// [`start_lane`], also checking the lane's registers: `None` if the lane stays off, else
+/// whether the instruction will accept them ([`ray_is_active`]).
+///
+/// The check runs on the registers before they are stored, and the triangle-test set-up
+/// reads them back from the wave: a local copy, indexed by the rotation, would live on the
+/// stack and reach the wave in pieces that do not match the stores that wrote it, and so
+/// would the registers read back for the check (store-forwarding stalls, which took a third
+/// of the time of a ray that misses the root box).
+pub(crate) fn start_lane_checked<const W: usize, T: Traversal>(
+    traversal: &T,
+    root: u32,
+    wave: &mut Wave<W, LaneState<T::Lane>>,
+    i: usize,
+    ray: &Ray,
+) -> Option<bool> {
     wave.state[i].hit = LaneHit::default();
     wave.status[i] = LaneStatus::ExecOff;
     if ray.tmin <= ray.tmax || ray.tmax.is_nan() {
         let first = traversal.begin(&mut wave.state[i].trav, root);
         let registers = lane_ray(ray);
-        wave.state[i].triangle_ray = TriangleRay::new(&registers);
+        let active = ray_is_active(&registers);
+        wave.activate(i, first, registers);
+        wave.state[i].triangle_ray = TriangleRay::new(&wave.ray[i]);
         wave.state[i].hit.tmin = ray.tmin;
         wave.state[i].hit.best_t = ray.tmax;
-        wave.activate(i, first, registers);
-        true
+        Some(active)
     } else {
-        false
+        None
     }
 }
 
@@ -576,6 +595,70 @@ pub fn node_type(p: u32) -> NodeType {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `start_lane_checked` on rays with every kind of special value in every field: the lane
+    /// starts exactly when `tmin <= tmax` or `tmax` is NaN, holds the registers a driver sets
+    /// up (1/d computed here in f64 and rounded once, which is the correctly rounded f32
+    /// quotient), its triangle-test set-up is the one prepared from those registers, and the
+    /// verdict it returns is the reference's `inactive_reason` on them.
+    #[test]
+    fn start_lane_checked_reports_the_reference_verdict_on_the_stored_registers() {
+        use super::stack::{FullStack, StackLane};
+        let specials = [
+            1.5,
+            -0.25,
+            0.0,
+            -0.0,
+            f32::NAN,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            f32::from_bits(1),
+        ];
+        let mut wave = Wave::<32, LaneState<StackLane>>::new(0);
+        let (mut started, mut rejected) = (0, 0);
+        for field in 0..8 {
+            for (k, &special) in specials.iter().enumerate() {
+                let mut v = [0.5f32, -1.0, 2.0, 0.3, -0.7, 0.6, 0.0, 100.0];
+                v[field] = special;
+                let ray = Ray {
+                    origin: glam::Vec3::new(v[0], v[1], v[2]),
+                    dir: glam::Vec3::new(v[3], v[4], v[5]),
+                    tmin: v[6],
+                    tmax: v[7],
+                };
+                let i = (field * specials.len() + k) % 32;
+                let verdict = start_lane_checked(&FullStack, 0x1234_5678, &mut wave, i, &ray);
+                let should_start = ray.tmin <= ray.tmax || ray.tmax.is_nan();
+                assert_eq!(verdict.is_some(), should_start, "{ray:?}");
+                let Some(active) = verdict else { continue };
+                started += 1;
+                let regs = &wave.ray[i];
+                let bits = |v: [f32; 3]| v.map(f32::to_bits);
+                assert_eq!(bits(regs.origin), bits([v[0], v[1], v[2]]));
+                assert_eq!(bits(regs.dir), bits([v[3], v[4], v[5]]));
+                let reciprocal = [v[3], v[4], v[5]].map(|d| (1.0 / d as f64) as f32);
+                for (got, want) in regs.inv_dir.into_iter().zip(reciprocal) {
+                    let same = got.to_bits() == want.to_bits() || got.is_nan() && want.is_nan();
+                    assert!(same, "{ray:?}: 1/d {got} against {want}");
+                }
+                assert_eq!(regs.extent.to_bits(), ray.tmax.to_bits());
+                assert_eq!(active, regs.inactive_reason().is_none(), "{ray:?}");
+                rejected += !active as usize;
+                let prepared = TriangleRay::new(regs);
+                let tri = &wave.state[i].triangle_ray;
+                assert_eq!(tri.rotation, prepared.rotation);
+                assert_eq!(bits(tri.origin), bits(prepared.origin));
+                assert_eq!(bits(tri.dir), bits(prepared.dir));
+                assert_eq!(wave.node[i], 0x1234_5678);
+                assert!(wave.exec & 1 << i != 0);
+            }
+        }
+        // Both verdicts occur (NaN and infinite origins are rejected, the rest accepted).
+        assert!(
+            rejected > 0 && rejected < started,
+            "{rejected} of {started}"
+        );
+    }
 
     #[test]
     fn box_pointer_mask_marks_types_4_and_5() {
