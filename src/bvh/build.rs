@@ -936,8 +936,42 @@ fn order_pair(refs: &mut [PrimRef]) {
     }
 }
 
-/// Stable insertion sort of `order` (indices into `keys`) by key.
+/// Stable sort of `order` (indices into `keys`) by key.
+///
+/// Each entry goes straight to its rank: the number of entries with a smaller key, plus
+/// those with an equal key before it. The comparisons run over all [`SMALL_NODE`] slots
+/// without branches (an insertion sort's data-dependent branches mispredicted; this sort
+/// was four tenths of the small-node split). Keys are never NaN (centroids of finite
+/// boxes); if one were, the insertion sort takes over.
+#[inline(always)]
 fn sort_on_keys(order: &mut [u8], keys: &[f32; SMALL_NODE]) {
+    let m = order.len();
+    // Keys in the current order; the unused slots get +inf and sit after every entry, so
+    // they neither precede an entry nor tie with one before it.
+    let mut current = [f32::INFINITY; SMALL_NODE];
+    for (c, &o) in current.iter_mut().zip(order.iter()) {
+        *c = keys[o as usize];
+    }
+    if current.iter().any(|k| k.is_nan()) {
+        insertion_sort_on_keys(order, keys);
+        return;
+    }
+    let mut sorted = [0u8; SMALL_NODE];
+    for p in 0..m {
+        let key = current[p];
+        let mut rank = 0u32;
+        for (q, &other) in current.iter().enumerate() {
+            rank += (other < key) as u32 + ((other == key) & (q < p)) as u32;
+        }
+        sorted[rank as usize % SMALL_NODE] = order[p];
+    }
+    order.copy_from_slice(&sorted[..m]);
+}
+
+/// Stable insertion sort of `order` (indices into `keys`) by key: [`sort_on_keys`] for keys
+/// with a NaN (which the ranks do not order).
+#[cold]
+fn insertion_sort_on_keys(order: &mut [u8], keys: &[f32; SMALL_NODE]) {
     for i in 1..order.len() {
         let (o, k) = (order[i], keys[order[i] as usize]);
         let mut j = i;
