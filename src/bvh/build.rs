@@ -963,6 +963,8 @@ fn sort_on_keys(order: &mut [u8], keys: &[f32; SMALL_NODE]) {
         for (q, &other) in current.iter().enumerate() {
             rank += (other < key) as u32 + ((other == key) & (q < p)) as u32;
         }
+        // The ranks of the m entries are 0..m (keys are not NaN); the modulo only spares
+        // the bounds check.
         sorted[rank as usize % SMALL_NODE] = order[p];
     }
     order.copy_from_slice(&sorted[..m]);

@@ -459,11 +459,11 @@ pub(crate) fn start_lane<const W: usize, T: Traversal>(
 /// [`start_lane`], also checking the lane's registers: `None` if the lane stays off, else
 /// whether the instruction will accept them ([`ray_is_active`]).
 ///
-/// The check runs on the registers before they are stored, and the triangle-test set-up
-/// reads them back from the wave: a local copy, indexed by the rotation, would live on the
-/// stack and reach the wave in pieces that do not match the stores that wrote it, and so
-/// would the registers read back for the check (store-forwarding stalls, which took a third
-/// of the time of a ray that misses the root box).
+/// Why this order: the check runs on the registers before they are stored, and the
+/// triangle-test set-up reads them in place from the wave. A local copy indexed by the
+/// rotation lived on the stack, and moving it into the wave, or reading the stored registers
+/// back for the check, used loads that spanned several earlier stores (store-forwarding
+/// stalls: a third of the time of a ray that misses the root box).
 pub(crate) fn start_lane_checked<const W: usize, T: Traversal>(
     traversal: &T,
     root: u32,
