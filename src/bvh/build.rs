@@ -941,20 +941,23 @@ fn order_pair(refs: &mut [PrimRef]) {
 /// Each entry goes straight to its rank: the number of entries with a smaller key, plus
 /// those with an equal key before it. The comparisons run over all [`SMALL_NODE`] slots
 /// without branches (an insertion sort's data-dependent branches mispredicted; this sort
-/// was four tenths of the small-node split). Keys are never NaN (centroids of finite
-/// boxes); if one were, the insertion sort takes over.
+/// was four tenths of the small-node split). They compare integers ordered as the floats
+/// are, -0 and +0 alike, so that the ranks are always a permutation (keys are centroids of
+/// finite boxes, never NaN).
 #[inline(always)]
 fn sort_on_keys(order: &mut [u8], keys: &[f32; SMALL_NODE]) {
+    // `k + 0.0` turns -0 into +0; flipping the magnitude bits of negative values makes
+    // signed integer order the float order.
+    let ordered = |k: f32| {
+        let bits = (k + 0.0).to_bits() as i32;
+        bits ^ ((bits >> 31) as u32 >> 1) as i32
+    };
     let m = order.len();
-    // Keys in the current order; the unused slots get +inf and sit after every entry, so
-    // they neither precede an entry nor tie with one before it.
-    let mut current = [f32::INFINITY; SMALL_NODE];
+    // Keys in the current order; the unused slots get the largest integer and sit after
+    // every entry, so they neither precede an entry nor tie with one before it.
+    let mut current = [i32::MAX; SMALL_NODE];
     for (c, &o) in current.iter_mut().zip(order.iter()) {
-        *c = keys[o as usize];
-    }
-    if current.iter().any(|k| k.is_nan()) {
-        insertion_sort_on_keys(order, keys);
-        return;
+        *c = ordered(keys[o as usize]);
     }
     let mut sorted = [0u8; SMALL_NODE];
     for p in 0..m {
@@ -963,26 +966,10 @@ fn sort_on_keys(order: &mut [u8], keys: &[f32; SMALL_NODE]) {
         for (q, &other) in current.iter().enumerate() {
             rank += (other < key) as u32 + ((other == key) & (q < p)) as u32;
         }
-        // The ranks of the m entries are 0..m (keys are not NaN); the modulo only spares
-        // the bounds check.
+        // The ranks of the m entries are 0..m; the modulo only spares the bounds check.
         sorted[rank as usize % SMALL_NODE] = order[p];
     }
     order.copy_from_slice(&sorted[..m]);
-}
-
-/// Stable insertion sort of `order` (indices into `keys`) by key: [`sort_on_keys`] for keys
-/// with a NaN (which the ranks do not order).
-#[cold]
-fn insertion_sort_on_keys(order: &mut [u8], keys: &[f32; SMALL_NODE]) {
-    for i in 1..order.len() {
-        let (o, k) = (order[i], keys[order[i] as usize]);
-        let mut j = i;
-        while j > 0 && keys[order[j - 1] as usize] > k {
-            order[j] = order[j - 1];
-            j -= 1;
-        }
-        order[j] = o;
-    }
 }
 
 /// The largest doubled centroid coordinate `c` on `axis` (from `cmin[axis]` up, infinity
