@@ -266,11 +266,14 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
         // the general path once, which retires them. A lane's registers change only by a
         // finite extent, so a lane that passes here passes at every step.
         let mut rejected = 0u64;
+        // Lanes whose box tests can never make a NaN product (`LaneStart::finite_slopes`).
+        let mut finite_slopes = 0u64;
         for i in 0..W {
             match rays.get(i) {
                 Some(ray) => {
-                    if start_lane_checked(traversal, root, wave, i, ray) == Some(false) {
-                        rejected |= 1 << i;
+                    if let Some(start) = start_lane_checked(traversal, root, wave, i, ray) {
+                        rejected |= (!start.active as u64) << i;
+                        finite_slopes |= (start.finite_slopes as u64) << i;
                     }
                 }
                 None => {
@@ -336,9 +339,10 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
                     if let Some(b_j) = intersector.cached_box_of_box_pointer(node_j) {
                         let (mut ci, mut cj) = ([0u32; 4], [0u32; 4]);
                         let rays = [&wave.ray[i], &wave.ray[j]];
+                        let finite = (finite_slopes >> i) & (finite_slopes >> j) & 1 == 1;
                         // SAFETY: AVX2 is set only where the CPU has AVX2 (see above).
                         let pair = unsafe {
-                            box_query_pair([b, b_j], rays, grow, sort, [&mut ci, &mut cj])
+                            box_query_pair([b, b_j], rays, grow, sort, finite, [&mut ci, &mut cj])
                         };
                         if let Some([vi, vj]) = pair {
                             box_lanes &= box_lanes - 1;
@@ -456,8 +460,20 @@ pub(crate) fn start_lane<const W: usize, T: Traversal>(
     start_lane_checked(traversal, root, wave, i, ray).is_some()
 }
 
+/// What [`start_lane_checked`] found in a started lane's registers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct LaneStart {
+    /// The instruction accepts the registers ([`ray_is_active`]).
+    pub active: bool,
+    /// Every inverse-direction component is finite and not zero. Then no box-test product
+    /// `(bound - origin) * inv_dir` can be NaN (an active lane's origin is finite, so the
+    /// difference is NaN only for a NaN bound, and an infinite difference times a finite,
+    /// non-zero factor is infinite), which lets [`box_query_pair`] skip its NaN probe.
+    pub finite_slopes: bool,
+}
+
 /// [`start_lane`], also checking the lane's registers: `None` if the lane stays off, else
-/// whether the instruction will accept them ([`ray_is_active`]).
+/// what the registers allow ([`LaneStart`]).
 ///
 /// Why this order: the check runs on the registers before they are stored, and the
 /// triangle-test set-up reads them in place from the wave. A local copy indexed by the
@@ -470,18 +486,21 @@ pub(crate) fn start_lane_checked<const W: usize, T: Traversal>(
     wave: &mut Wave<W, LaneState<T::Lane>>,
     i: usize,
     ray: &Ray,
-) -> Option<bool> {
+) -> Option<LaneStart> {
     wave.state[i].hit = LaneHit::default();
     wave.status[i] = LaneStatus::ExecOff;
     if ray.tmin <= ray.tmax || ray.tmax.is_nan() {
         let first = traversal.begin(&mut wave.state[i].trav, root);
         let registers = lane_ray(ray);
-        let active = ray_is_active(&registers);
+        let start = LaneStart {
+            active: ray_is_active(&registers),
+            finite_slopes: registers.inv_dir.iter().all(|r| r.is_finite() && *r != 0.0),
+        };
         wave.activate(i, first, registers);
         wave.state[i].triangle_ray = TriangleRay::new(&wave.ray[i]);
         wave.state[i].hit.tmin = ray.tmin;
         wave.state[i].hit.best_t = ray.tmax;
-        Some(active)
+        Some(start)
     } else {
         None
     }
@@ -615,7 +634,7 @@ mod tests {
             f32::from_bits(1),
         ];
         let mut wave = Wave::<32, LaneState<StackLane>>::new(0);
-        let (mut started, mut rejected) = (0, 0);
+        let (mut started, mut rejected, mut slopes_flagged) = (0, 0, 0);
         for field in 0..8 {
             for (k, &special) in specials.iter().enumerate() {
                 let mut v = [0.5f32, -1.0, 2.0, 0.3, -0.7, 0.6, 0.0, 100.0];
@@ -630,7 +649,13 @@ mod tests {
                 let verdict = start_lane_checked(&FullStack, 0x1234_5678, &mut wave, i, &ray);
                 let should_start = ray.tmin <= ray.tmax || ray.tmax.is_nan();
                 assert_eq!(verdict.is_some(), should_start, "{ray:?}");
-                let Some(active) = verdict else { continue };
+                let Some(LaneStart {
+                    active,
+                    finite_slopes,
+                }) = verdict
+                else {
+                    continue;
+                };
                 started += 1;
                 let regs = &wave.ray[i];
                 let bits = |v: [f32; 3]| v.map(f32::to_bits);
@@ -643,6 +668,12 @@ mod tests {
                 }
                 assert_eq!(regs.extent.to_bits(), ray.tmax.to_bits());
                 assert_eq!(active, regs.inactive_reason().is_none(), "{ray:?}");
+                // Finite, non-zero slopes exactly when the direction is finite and non-zero.
+                let direction_ok = [v[3], v[4], v[5]].iter().all(|&d| {
+                    d.is_finite() && d != 0.0 && (1.0 / d as f64).abs() < f32::MAX as f64
+                });
+                assert_eq!(finite_slopes, direction_ok, "{ray:?}");
+                slopes_flagged += finite_slopes as usize;
                 rejected += !active as usize;
                 let prepared = TriangleRay::new(regs);
                 let tri = &wave.state[i].triangle_ray;
@@ -657,6 +688,11 @@ mod tests {
         assert!(
             rejected > 0 && rejected < started,
             "{rejected} of {started}"
+        );
+        // Both slope verdicts occur.
+        assert!(
+            slopes_flagged > 0 && slopes_flagged < started,
+            "{slopes_flagged} of {started}"
         );
     }
 
