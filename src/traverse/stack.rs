@@ -13,7 +13,7 @@ use super::{is_child, Traversal};
 pub struct FullStack;
 
 /// Slots kept free below the first entry, so that a push may write four slots ending at the
-/// new top whatever the number of entries (see [`StackLane::push_sorted`]).
+/// new top whatever the number of entries (see [`StackLane::push_sorted_or_pop`]).
 const FLOOR: usize = 3;
 
 /// A lane's stack: `buf[FLOOR..top]` holds the pending nodes, top last.
@@ -58,27 +58,39 @@ impl StackLane {
         self.top += 1;
     }
 
-    /// Pushes `children[1..n]` so that `children[1]` is on top (`1 <= n <= 4`; entries from
-    /// `n` on are the invalid pointer 0xFFFFFFFF, as a sorted box result has them).
+    /// Pushes `children[1..n]` so that `children[1]` is on top and goes to `children[0]`
+    /// when `n >= 1`; pops when `n == 0` (`0 <= n <= 4`; entries from `n` on are the invalid
+    /// pointer 0xFFFFFFFF, as a sorted box result has them).
     ///
-    /// One four-slot write ending at the new top, of the children in reverse order
+    /// One four-slot write ending at the new top + 1, of the children in reverse order
     /// (`[c3, c2, c1, c0]`): the valid ones land on their slots (c0 on the slot just above
-    /// the top, free, overwritten by the next push), and the slots that would get an invalid
-    /// child keep what they held (they are the entries below the old top, or the floor).
+    /// the new top, free, overwritten by the next push), and the slots that would get an
+    /// invalid child keep what they held (entries below the old top, or the floor).
+    ///
+    /// Without a branch on `n`: whether a box query hit nothing is data the CPU cannot
+    /// predict. With `n == 0` the write
+    /// stores only invalid children, so it keeps every slot (the window ends at the old top,
+    /// above the floor: an empty stack returns first), and its last slot is the entry a pop
+    /// takes; with `n >= 1` its last slot is `children[0]`. So the next node is the window's
+    /// last slot after the write, and the new top is `top + n - 1` in both cases.
     #[inline(always)]
-    fn push_sorted(&mut self, children: [u32; 4], n: usize) {
-        debug_assert!((1..=4).contains(&n));
-        if self.top + 4 > self.buf.len() {
+    fn push_sorted_or_pop(&mut self, children: [u32; 4], n: usize) -> Option<u32> {
+        debug_assert!(n <= 4);
+        let top = self.top;
+        // One test for "nothing hit and nothing pending" (the end of a ray).
+        if n | (top - FLOOR) == 0 {
+            return None;
+        }
+        if top + 4 > self.buf.len() {
             self.grow();
         }
-        let base = self.top + n - 4;
-        debug_assert!(base + 4 <= self.buf.len());
-        // SAFETY: `top >= FLOOR = 3` and `n >= 1`, so `base >= 0` without wrapping, and
-        // `base + 4 = top + n <= top + 4 <= buf.len()` (grown above): the four slots are in
-        // the buffer. (Checked slicing here costs seven host instructions a box query.)
-        let dst = unsafe { &mut *(self.buf.as_mut_ptr().add(base) as *mut [u32; 4]) };
-        write_reversed_keeping_invalid(dst, children);
-        self.top += n - 1;
+        // SAFETY: `base = top + n - 4` does not wrap: with `n >= 1`, `top >= FLOOR = 3`;
+        // with `n == 0`, `top > FLOOR` (returned above), so `top >= 4`. And
+        // `base + 4 = top + n <= top + 4 <= buf.len()` (grown above).
+        let dst = unsafe { &mut *(self.buf.as_mut_ptr().add(top + n - 4) as *mut [u32; 4]) };
+        let next = write_reversed_keeping_invalid(dst, children);
+        self.top = top + n - 1;
+        Some(next)
     }
 
     #[cold]
@@ -89,10 +101,11 @@ impl StackLane {
 }
 
 /// `dst[j] = children[3 - j]` where that child is valid (not 0xFFFFFFFF); other slots keep
-/// their value. SSE2 (x86-64 baseline): shuffle, compare, blend, one load and one store.
+/// their value. Returns the last slot's new value. SSE2 (x86-64 baseline): shuffle, compare,
+/// blend, one load and one store.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-fn write_reversed_keeping_invalid(dst: &mut [u32; 4], children: [u32; 4]) {
+fn write_reversed_keeping_invalid(dst: &mut [u32; 4], children: [u32; 4]) -> u32 {
     use core::arch::x86_64::*;
     // SAFETY: SSE2 is part of the x86-64 baseline; both accesses are unaligned 16-byte
     // accesses to a `[u32; 4]`.
@@ -103,19 +116,21 @@ fn write_reversed_keeping_invalid(dst: &mut [u32; 4], children: [u32; 4]) {
         let old = _mm_loadu_si128(dst.as_ptr() as *const __m128i);
         let new = _mm_or_si128(_mm_andnot_si128(invalid, rev), _mm_and_si128(invalid, old));
         _mm_storeu_si128(dst.as_mut_ptr() as *mut __m128i, new);
+        _mm_cvtsi128_si32(_mm_shuffle_epi32::<0b11_11_11_11>(new)) as u32
     }
 }
 
 /// Portable form of the SSE2 write above.
 #[cfg(not(target_arch = "x86_64"))]
 #[inline(always)]
-fn write_reversed_keeping_invalid(dst: &mut [u32; 4], children: [u32; 4]) {
+fn write_reversed_keeping_invalid(dst: &mut [u32; 4], children: [u32; 4]) -> u32 {
     for (j, d) in dst.iter_mut().enumerate() {
         let c = children[3 - j];
         if is_child(c) {
             *d = c;
         }
     }
+    dst[3]
 }
 
 impl Traversal for FullStack {
@@ -152,13 +167,9 @@ impl Traversal for FullStack {
         // No holes = the valid slots are a prefix (valid is 0b0..01..1).
         if valid & (valid + 1) == 0 {
             // No holes (always so when sorting is on): go to children[0], push the rest so
-            // that children[1] pops first.
+            // that children[1] pops first; with no child, pop.
             let n = valid.count_ones() as usize;
-            if n == 0 {
-                return lane.pop();
-            }
-            lane.push_sorted(children, n);
-            return Some(children[0]);
+            return lane.push_sorted_or_pop(children, n);
         }
         // Unsorted results may have holes: skip invalid slots.
         let mut next = None;
