@@ -26,9 +26,6 @@ pub use tracer::{Schedule, SimdPath, Strategy, WaveTracer, WaveTracerConfig};
 /// application's primitive id (`u32::MAX` for none).
 pub trait PrimitiveIds: Send + Sync {
     fn primitive_id(&self, triangle_pointer: u32, dwords: &[u32; 4]) -> u32;
-
-    /// Hints that `triangle_pointer` will be looked up soon (no effect on results).
-    fn prefetch(&self, _triangle_pointer: u32) {}
 }
 
 impl<F: Fn(u32, &[u32; 4]) -> u32 + Send + Sync> PrimitiveIds for F {
@@ -257,8 +254,7 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
         out: &mut [LaneOutput],
         counters: &mut Counters,
     ) {
-        let (intersector, traversal, root, prim_id) =
-            (self.intersector, self.traversal, self.root, self.prim_id);
+        let (intersector, traversal, root) = (self.intersector, self.traversal, self.root);
         assert!(rays.len() <= W && out.len() >= rays.len());
         wave.index = wave_index;
         wave.exec = 0;
@@ -320,7 +316,7 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
                     lane.hit.clocks += 1;
                     let next = traversal.after_box_masked(&mut lane.trav, $node, $children, $valid);
                     max_depth = max_depth.max(traversal.stack_depth(&lane.trav));
-                    go_on(wave, intersector, prim_id, $i, next);
+                    go_on(wave, intersector, $i, next);
                 }};
             }
             while box_lanes != 0 {
@@ -384,7 +380,7 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
                         lane.hit.clocks += 1;
                         let next = traversal.after_box(&mut lane.trav, node, dwords);
                         max_depth = max_depth.max(traversal.stack_depth(&lane.trav));
-                        go_on(wave, intersector, prim_id, i, next);
+                        go_on(wave, intersector, i, next);
                     }
                     LaneOutcome::Tested => {
                         self.after_triangle(wave, (i, node), dwords, &mut max_depth, counters)
@@ -394,7 +390,7 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
                         let lane = &mut wave.state[i];
                         let next = traversal.after_leaf(&mut lane.trav, node);
                         max_depth = max_depth.max(traversal.stack_depth(&lane.trav));
-                        go_on(wave, intersector, prim_id, i, next);
+                        go_on(wave, intersector, i, next);
                     }
                 }
             }
@@ -553,26 +549,22 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
             self.traversal.after_leaf(&mut lane.trav, node)
         };
         *max_depth = (*max_depth).max(self.traversal.stack_depth(&lane.trav));
-        go_on(wave, self.intersector, self.prim_id, i, next);
+        go_on(wave, self.intersector, i, next);
     }
 }
 
 /// Lane `i` asks for `next`, or finishes.
 #[inline(always)]
-fn go_on<const W: usize, S, P: PrimitiveIds + ?Sized>(
+fn go_on<const W: usize, S>(
     wave: &mut Wave<W, S>,
     intersector: &WaveIntersector,
-    prim_id: &P,
     i: usize,
     next: Option<u32>,
 ) {
     match next {
         Some(p) => {
+            // The node's cache entry (a triangle's holds its primitive ids too).
             intersector.prefetch(p);
-            if p & 4 == 0 {
-                // Triangle types 0-3: its primitive id will be needed.
-                prim_id.prefetch(p);
-            }
             wave.node[i] = p;
         }
         None => wave.retire(i, LaneStatus::Finished),

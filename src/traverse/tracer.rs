@@ -17,7 +17,6 @@ use crate::counters::Counters;
 use crate::hw::descriptor::{BvhDescriptor, TriangleReturnMode};
 use crate::hw::peak::{ConsoleConfig, SERIES_X};
 use crate::math::{Hit, Ray};
-use crate::wave::intersector::prefetch_lines;
 use crate::wave::{BvhMemory, NodeCache, Tracer, Wave, WaveIntersector, WaveWidth};
 use rayon::prelude::*;
 
@@ -181,8 +180,8 @@ enum Ids {
 
 /// Primitive ids of a [`BvhImage`] flattened into one table: entry `4 * block + k` is the
 /// primitive of triangle `k` of the node at 64-byte block `block` (`u32::MAX` where there is
-/// none, or where the id is not one of the mesh's triangles). One load per lookup, and it can
-/// be prefetched with the node.
+/// none, or where the id is not one of the mesh's triangles). One load per lookup. The node
+/// cache holds a copy of each reachable triangle node's entries ([`CachedIds`]).
 struct ImageIds {
     table: Vec<u32>,
 }
@@ -224,12 +223,22 @@ impl PrimitiveIds for ImageIds {
         let index = (triangle_pointer >> 3) as usize * 4 + (triangle_pointer & 3) as usize;
         self.table.get(index).copied().unwrap_or(u32::MAX)
     }
+}
 
-    #[inline]
-    fn prefetch(&self, triangle_pointer: u32) {
-        let index = (triangle_pointer >> 3) as usize * 4;
-        if let Some(e) = self.table.get(index) {
-            prefetch_lines(e as *const u32 as *const u8, 1);
+/// The image's primitive ids as the wave loop reads them: from the node cache's copy of the
+/// triangle node (on the line the lane's prefetch of the node fetched), else from the table.
+/// The copies were set from the same table ([`WaveTracer::with_ids`]).
+struct CachedIds<'a> {
+    intersector: &'a WaveIntersector<'a>,
+    table: &'a ImageIds,
+}
+
+impl PrimitiveIds for CachedIds<'_> {
+    #[inline(always)]
+    fn primitive_id(&self, triangle_pointer: u32, dwords: &[u32; 4]) -> u32 {
+        match self.intersector.cached_primitive_id(triangle_pointer) {
+            Some(id) => id,
+            None => self.table.primitive_id(triangle_pointer, dwords),
         }
     }
 }
@@ -294,7 +303,15 @@ impl WaveTracer {
         bytemuck::cast_slice_mut::<Block, u8>(&mut blocks)[..bytes.len()].copy_from_slice(&bytes);
         let len = bytes.len();
         let image = &bytemuck::cast_slice::<Block, u8>(&blocks)[..len];
-        let cache = NodeCache::build(&BvhMemory { bytes: image, va }, &descriptor, root);
+        let mut cache = NodeCache::build(&BvhMemory { bytes: image, va }, &descriptor, root);
+        if let Ids::Image(ids) = &prim_ids {
+            cache.set_primitive_ids(|block, k| {
+                ids.table
+                    .get(4 * block as usize + k as usize)
+                    .copied()
+                    .unwrap_or(u32::MAX)
+            });
+        }
         WaveTracer {
             blocks,
             len,
@@ -389,8 +406,13 @@ impl WaveTracer {
         counters: &mut Counters,
     ) {
         match &self.prim_ids {
-            Ids::Image(ids) => {
-                self.run_with::<W, T, _, O>(traversal, ids, rays, query, out, convert, counters)
+            Ids::Image(table) => {
+                let intersector = self.intersector();
+                let ids = CachedIds {
+                    intersector: &intersector,
+                    table,
+                };
+                self.run_with::<W, T, _, O>(traversal, &ids, rays, query, out, convert, counters)
             }
             Ids::Other(ids) => {
                 self.run_with::<W, T, _, O>(traversal, &**ids, rays, query, out, convert, counters)

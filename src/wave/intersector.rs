@@ -721,11 +721,12 @@ fn triangle_results(
     out
 }
 
-/// Pre-decoded box nodes of one BVH image, stored sparsely at their own 64-byte block index
-/// (one 128-byte, cache-line aligned entry per block, untouched for non-box blocks) so that a
-/// pointer finds its decode with one load and can be prefetched without a dependent load.
-/// Each entry is tagged with the node type it was decoded as; a pointer of the other box
-/// type at the same address falls back to decoding the bytes.
+/// Pre-decoded box nodes of one BVH image, and copies of its triangle nodes, stored at their
+/// own 64-byte block index (one 128-byte, cache-line aligned `CacheEntry` per block, empty
+/// for blocks holding neither) so that a pointer finds its node with one load and can be
+/// prefetched without a dependent load. Each entry is tagged with what it holds; a pointer
+/// of the other box type at the same address, or a triangle pointer into a box's block,
+/// falls back to the image bytes.
 #[derive(Clone, Debug, Default)]
 pub struct NodeCache {
     entries: Vec<CacheEntry>,
@@ -735,12 +736,42 @@ pub struct NodeCache {
     built_for: Option<(usize, u64, BvhDescriptor)>,
 }
 
-/// One cache entry: a decoded box (its `ty` is 0 when the entry is empty).
+/// One cache entry, two cache lines: a decoded box node, a copy of a triangle node with its
+/// primitive ids, or empty. The tag at byte 112 (`DecodedBox::ty`, `TriangleCopy::tag`) says
+/// which: 4 or 5 for a box of that type, [`TRIANGLE_COPY`], or 0.
+///
+/// Why triangles too: a lane's next node is then prefetched at the same address whatever its
+/// type, without a branch on the type (which the CPU mispredicted often: box or triangle is
+/// data), and both lines of the entry are what the lane's step will read.
 #[repr(C, align(64))]
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct CacheEntry {
-    pub(crate) node: DecodedBox,
+#[derive(Clone, Copy)]
+pub(crate) union CacheEntry {
+    node: DecodedBox,
+    triangle: TriangleCopy,
 }
+
+/// A triangle node's 64 bytes, copied verbatim, and the primitive ids of its triangles.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub(crate) struct TriangleCopy {
+    bytes: [u8; 64],
+    /// Primitive id of triangle k (`u32::MAX`: none, or not set).
+    prim: [u32; 4],
+    /// The pointer block (`pointer >> 3`) of the node.
+    pointer_block: u32,
+    _unused: [u32; 7],
+    /// [`TRIANGLE_COPY`].
+    tag: u32,
+    _unused_after: [u32; 3],
+}
+
+/// The tag of a [`TriangleCopy`] entry (not a node type).
+const TRIANGLE_COPY: u32 = 8;
+
+const _: () = assert!(std::mem::size_of::<CacheEntry>() == 128);
+const _: () = assert!(std::mem::size_of::<TriangleCopy>() == 128);
+const _: () =
+    assert!(std::mem::offset_of!(TriangleCopy, tag) == std::mem::offset_of!(DecodedBox, ty));
 
 const EMPTY_ENTRY: CacheEntry = CacheEntry {
     node: DecodedBox {
@@ -753,11 +784,82 @@ const EMPTY_ENTRY: CacheEntry = CacheEntry {
     },
 };
 
-const _: () = assert!(std::mem::size_of::<CacheEntry>() == 128);
+impl CacheEntry {
+    /// The tag: 4 or 5 (a decoded box of that type), [`TRIANGLE_COPY`], or 0 (empty).
+    #[inline(always)]
+    fn tag(&self) -> u32 {
+        // SAFETY: both variants are plain data (every bit pattern is a valid value) with a
+        // u32 at byte 112 (asserted above), and every entry is initialised as a whole.
+        unsafe { self.node.ty }
+    }
+
+    /// The decoded box, when the entry holds one (tag 4 or 5).
+    #[inline(always)]
+    pub(crate) fn decoded_box(&self) -> Option<&DecodedBox> {
+        // SAFETY: as in `tag`; the tag says the entry was written as a box.
+        if self.tag() & !1 == 4 {
+            Some(unsafe { &self.node })
+        } else {
+            None
+        }
+    }
+
+    /// The decoded box if the entry holds one of type `ty`.
+    #[inline(always)]
+    pub(crate) fn decoded_box_of_type(&self, ty: u32) -> Option<&DecodedBox> {
+        // SAFETY: as in `tag`; the tag says the entry was written as a box.
+        if self.tag() == ty && ty & !1 == 4 {
+            Some(unsafe { &self.node })
+        } else {
+            None
+        }
+    }
+
+    /// The triangle copy, when the entry holds one.
+    #[inline(always)]
+    pub(crate) fn triangle_copy(&self) -> Option<&TriangleCopy> {
+        // SAFETY: as in `tag`; the tag says the entry was written as a triangle copy.
+        if self.tag() == TRIANGLE_COPY {
+            Some(unsafe { &self.triangle })
+        } else {
+            None
+        }
+    }
+}
+
+impl TriangleCopy {
+    /// The node's 64 bytes.
+    #[inline(always)]
+    pub(crate) fn bytes(&self) -> &[u8; 64] {
+        &self.bytes
+    }
+
+    /// The primitive id of triangle `k` (`u32::MAX` when none or not set).
+    #[inline(always)]
+    pub(crate) fn primitive_id(&self, k: usize) -> u32 {
+        self.prim[k & 3]
+    }
+}
+
+impl std::fmt::Debug for CacheEntry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (self.decoded_box(), self.triangle_copy()) {
+            (Some(b), _) => b.fmt(f),
+            (_, Some(t)) => f
+                .debug_struct("TriangleCopy")
+                .field("pointer_block", &t.pointer_block)
+                .field("prim", &t.prim)
+                .finish(),
+            _ => f.write_str("Empty"),
+        }
+    }
+}
 
 impl NodeCache {
-    /// Decodes every box node reachable from `root` in `memory`. Pointers that leave the
-    /// memory are skipped (the instruction handles them).
+    /// Decodes every box node reachable from `root` in `memory`, and copies every triangle
+    /// node reachable from it into its block's entry unless that block holds a box (their
+    /// primitive ids unset: see [`Self::set_primitive_ids`]). Pointers that leave the memory
+    /// or fail the bounds check are skipped (the instruction handles them).
     pub fn build(memory: &BvhMemory, descriptor: &BvhDescriptor, root: u32) -> NodeCache {
         let blocks = memory.bytes.len() / 64;
         let mut cache = NodeCache {
@@ -772,6 +874,10 @@ impl NodeCache {
             }
             let ptr = NodePointer::from_u32(p);
             let ty = ptr.node_type();
+            if ty.triangle_index().is_some() {
+                cache.copy_triangle(memory, descriptor, ptr);
+                continue;
+            }
             if !ty.is_box() || out_of_bounds(descriptor, ptr) {
                 continue;
             }
@@ -782,26 +888,66 @@ impl NodeCache {
                 continue;
             }
             let entry = &mut cache.entries[offset / 64];
-            if entry.node.ty != 0 {
+            if entry.tag() != 0 {
                 continue;
             }
             let node_bytes = &memory.bytes[offset..offset + ty.fetch_bytes()];
-            entry.node = if ty == NodeType::BoxF32 {
+            let node = if ty == NodeType::BoxF32 {
                 DecodedBox::from_box32(node_bytes)
             } else {
                 DecodedBox::from_box16(node_bytes)
             };
+            *entry = CacheEntry { node };
             cache.decoded += 1;
-            todo.extend(entry.node.children);
+            todo.extend(node.children);
         }
         cache
+    }
+
+    /// Copies the triangle node `ptr` names into its empty entry (a block that holds a box
+    /// keeps it: such a triangle is read from memory).
+    fn copy_triangle(&mut self, memory: &BvhMemory, descriptor: &BvhDescriptor, ptr: NodePointer) {
+        if out_of_bounds(descriptor, ptr) {
+            return;
+        }
+        let Some(offset) = memory.offset(descriptor, ptr, 64) else {
+            return;
+        };
+        if offset % 64 != 0 || self.entries[offset / 64].tag() != 0 {
+            return;
+        }
+        let mut triangle = TriangleCopy {
+            bytes: [0; 64],
+            prim: [u32::MAX; 4],
+            pointer_block: ptr.to_u32() >> 3,
+            _unused: [0; 7],
+            tag: TRIANGLE_COPY,
+            _unused_after: [0; 3],
+        };
+        triangle
+            .bytes
+            .copy_from_slice(&memory.bytes[offset..offset + 64]);
+        self.entries[offset / 64] = CacheEntry { triangle };
+    }
+
+    /// Sets the primitive ids of the copied triangle nodes: triangle `k` of the node at
+    /// pointer block `b` gets `ids(b, k)`.
+    pub fn set_primitive_ids(&mut self, ids: impl Fn(u32, u32) -> u32) {
+        for e in &mut self.entries {
+            if e.tag() == TRIANGLE_COPY {
+                // SAFETY: the tag says the entry was written as a triangle copy.
+                let t = unsafe { &mut e.triangle };
+                t.prim = std::array::from_fn(|k| ids(t.pointer_block, k as u32));
+            }
+        }
     }
 
     /// The decoded box for a box node of type `ty` at byte `offset` in memory, if cached.
     #[inline]
     pub fn get(&self, ty: NodeType, offset: usize) -> Option<&DecodedBox> {
-        let e = self.entries.get(offset / 64)?;
-        (e.node.ty == ty as u32).then_some(&e.node)
+        self.entries
+            .get(offset / 64)?
+            .decoded_box_of_type(ty as u32)
     }
 
     /// The entries from 64-byte block `first` of memory on (empty past the end).

@@ -181,9 +181,10 @@ pub struct WaveIntersector<'a> {
 }
 
 /// What lets a node pointer skip the general fetch: `boxes[b]` is the node cache's entry for
-/// pointer block `b` (`pointer >> 3`), and `triangles[64 b..64 b + 64]` the bytes of block
-/// `b`, cut so that every triangle pointer inside passes the bounds check and is mapped.
-/// Box entries exist only for nodes that passed the same checks when the cache was built.
+/// pointer block `b` (`pointer >> 3`: a decoded box or a triangle copy), and
+/// `triangles[64 b..64 b + 64]` the bytes of block `b`, cut so that every triangle pointer
+/// inside passes the bounds check and is mapped. Entries exist only for nodes that passed
+/// the same checks when the cache was built.
 #[derive(Clone, Copy, Debug, Default)]
 struct FastMap<'a> {
     boxes: &'a [CacheEntry],
@@ -268,14 +269,33 @@ impl<'a> WaveIntersector<'a> {
     #[inline(always)]
     pub fn cached_box_of_box_pointer(&self, node: u32) -> Option<&'a DecodedBox> {
         debug_assert!(node & 6 == 4);
-        let e = &self.fast.boxes.get((node >> 3) as usize)?.node;
-        (e.ty == node & 7).then_some(e)
+        self.fast
+            .boxes
+            .get((node >> 3) as usize)?
+            .decoded_box_of_type(node & 7)
+    }
+
+    /// The primitive id the cache holds for triangle pointer `node` (types 0-3), if its node
+    /// was copied and ids were set ([`NodeCache::set_primitive_ids`]).
+    #[inline(always)]
+    pub fn cached_primitive_id(&self, node: u32) -> Option<u32> {
+        let t = self.fast.boxes.get((node >> 3) as usize)?.triangle_copy()?;
+        Some(t.primitive_id((node & 3) as usize))
     }
 
     /// The 64 bytes of the triangle node a triangle pointer (types 0-3) names, when the
     /// direct lookup applies; `None` means: take [`Self::lane_general`].
     #[inline(always)]
     pub fn mapped_triangle(&self, node: u32) -> Option<&'a [u8; 64]> {
+        // The cache's copy (the line `prefetch` fetched), else the image.
+        if let Some(t) = self
+            .fast
+            .boxes
+            .get((node >> 3) as usize)
+            .and_then(CacheEntry::triangle_copy)
+        {
+            return Some(t.bytes());
+        }
         let offset = (node >> 3) as usize * 64;
         self.fast
             .triangles
@@ -315,6 +335,14 @@ impl<'a> WaveIntersector<'a> {
     #[inline]
     pub fn prefetch(&self, ptr: u32) {
         let block = (ptr >> 3) as usize;
+        if !self.fast.boxes.is_empty() {
+            // A box's decode or a triangle's copy: the same two lines whatever the type, so
+            // no branch on it (box or triangle is data the CPU mispredicts). A pointer past
+            // the cache gives an address past its end, which is only prefetched.
+            let entry = self.fast.boxes.as_ptr().wrapping_add(block);
+            prefetch_lines(entry as *const u8, 2);
+            return;
+        }
         if ptr & 6 == 4 {
             if let Some(e) = self.fast.boxes.get(block) {
                 prefetch_lines(e as *const CacheEntry as *const u8, 2);
@@ -475,6 +503,72 @@ impl<'a> WaveIntersector<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The node cache's triangle copies. Memory: block 0-1 a box32 root whose children are
+    /// tri0 at block 2, tri3 at block 3, a box16 at block 4 and tri1 at block 0 (the root's
+    /// own block). Every triangle pointer reads its node's 64 image bytes, from the copy
+    /// where the block holds no box (and then with the ids it was given), from the image
+    /// where it does (no cached id); box pointers still find their decode; and the direct
+    /// lookups give what the general fetch gives.
+    #[test]
+    fn triangle_copies_hold_the_image_bytes_and_their_ids() {
+        use crate::hw::node::{BoxNodeF16, BoxNodeF32, TriangleNode};
+        use crate::hw::pointer::{NodePointer, NodeType};
+        let ptr = NodePointer::new;
+        let children = [
+            ptr(2, NodeType::Triangle0).to_u32(),
+            ptr(3, NodeType::Triangle3).to_u32(),
+            ptr(4, NodeType::BoxF16).to_u32(),
+            ptr(0, NodeType::Triangle1).to_u32(),
+        ];
+        let root = BoxNodeF32 {
+            children,
+            boxes: [[-1.0, -1.0, -1.0, 1.0, 1.0, 1.0]; 4],
+            user: [0; 4],
+        };
+        let tri = |z: f32| TriangleNode {
+            vertices: std::array::from_fn(|v| [v as f32, 2.0 * v as f32, z]),
+            word: 0x1234_0000 | z as u32,
+        };
+        let b16 = BoxNodeF16 {
+            children: [NodePointer::INVALID; 4],
+            boxes: [[0; 6]; 4],
+        };
+        let mut mem = Vec::new();
+        mem.extend_from_slice(bytemuck::bytes_of(&root));
+        mem.extend_from_slice(bytemuck::bytes_of(&tri(2.0)));
+        mem.extend_from_slice(bytemuck::bytes_of(&tri(3.0)));
+        mem.extend_from_slice(bytemuck::bytes_of(&b16));
+        let memory = BvhMemory { bytes: &mem, va: 0 };
+        let descriptor = BvhDescriptor {
+            size_minus_one: 4,
+            ..BvhDescriptor::default()
+        };
+        let root_ptr = ptr(0, NodeType::BoxF32).to_u32();
+        let mut cache = NodeCache::build(&memory, &descriptor, root_ptr);
+        cache.set_primitive_ids(|block, k| 100 * block + k);
+        let wi = WaveIntersector::new(memory, descriptor, Some(&cache));
+        for (c, &p) in children.iter().enumerate() {
+            let block = (p >> 3) as usize;
+            if p & 4 == 0 {
+                let image: &[u8; 64] = mem[64 * block..64 * block + 64].try_into().unwrap();
+                assert_eq!(wi.mapped_triangle(p), Some(image), "child {c}");
+                let expect = (block != 0).then_some(100 * block as u32 + (p & 3));
+                assert_eq!(wi.cached_primitive_id(p), expect, "child {c}");
+            } else {
+                assert!(wi.cached_box_of_box_pointer(p).is_some(), "child {c}");
+            }
+        }
+        assert!(wi.cached_box_of_box_pointer(root_ptr).is_some());
+        // A pointer of the other box type at the root's block has no decode.
+        assert!(wi
+            .cached_box_of_box_pointer(ptr(0, NodeType::BoxF16).to_u32())
+            .is_none());
+        // Past the memory: nothing cached, nothing mapped.
+        let far = ptr(9, NodeType::Triangle0).to_u32();
+        assert_eq!(wi.mapped_triangle(far), None);
+        assert_eq!(wi.cached_primitive_id(far), None);
+    }
 
     /// The bit screen agrees with `inactive_reason` when any one register holds a special
     /// value (NaN, ±inf, ±0, the largest finite, the smallest subnormal).
