@@ -14,7 +14,8 @@
 //! IEEE operations; `mul_add` is never used). minNum/maxNum (NaN dropped) come from `wide`'s
 //! `min`/`max`, which are NaN-ignoring on every backend (STYLE.md "Traps"); the raw
 //! `fast_min`/`fast_max` (x86 `minps`/`maxps`, which return the second operand on NaN) are
-//! deliberately not used. `tests/wave_simd.rs` pins this choice.
+//! used only where no operand can be NaN (the ordered-node path, once a probe or the lane's
+//! slope flag has ruled NaN products out). `tests/wave_simd.rs` pins this choice.
 //!
 //! Nodes are read from the BVH byte image; box nodes can be pre-decoded once into
 //! [`DecodedBox`] (an exact re-layout: f32 copied, f16 widened exactly) by [`NodeCache`], so
