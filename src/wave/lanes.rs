@@ -276,7 +276,7 @@ impl<'a> WaveIntersector<'a> {
     }
 
     /// The primitive id the cache holds for triangle pointer `node` (types 0-3), if its node
-    /// was copied and ids were set ([`NodeCache::set_primitive_ids`]).
+    /// was copied (`u32::MAX` until ids are set: [`NodeCache::set_primitive_ids`]).
     #[inline(always)]
     pub fn cached_primitive_id(&self, node: u32) -> Option<u32> {
         let t = self.fast.boxes.get((node >> 3) as usize)?.triangle_copy()?;
@@ -508,8 +508,7 @@ mod tests {
     /// tri0 at block 2, tri3 at block 3, a box16 at block 4 and tri1 at block 0 (the root's
     /// own block). Every triangle pointer reads its node's 64 image bytes, from the copy
     /// where the block holds no box (and then with the ids it was given), from the image
-    /// where it does (no cached id); box pointers still find their decode; and the direct
-    /// lookups give what the general fetch gives.
+    /// where it does (no cached id); box pointers still find their decode.
     #[test]
     fn triangle_copies_hold_the_image_bytes_and_their_ids() {
         use crate::hw::node::{BoxNodeF16, BoxNodeF32, TriangleNode};
