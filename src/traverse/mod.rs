@@ -237,26 +237,36 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
         out: &mut [LaneOutput],
         counters: &mut Counters,
     ) {
-        self.trace_wave_on::<W, false>(wave_index, rays, wave, out, counters);
+        self.trace_waves_on::<W, W, false>(wave_index, rays, wave, out, counters);
     }
 
-    /// [`Self::trace_wave`]; with `AVX2`, box lanes are tested two at a time
+    /// [`Self::trace_wave`] for one or two waves of `W` lanes held in `H` host lanes
+    /// (`H` = `W` or 2 `W`): wave `first_index + k` has rays `W k..W (k + 1)` and lanes
+    /// `W k..`. Each wave's steps, counters and TD are its own, as if it ran alone: the host
+    /// only runs the two waves' steps side by side, so that what each step costs the host
+    /// whatever its number of lanes (the lane loops' set-up and their mispredicted exits) is
+    /// paid once for both. With `AVX2`, box lanes are tested two at a time
     /// ([`box_query_pair`]: the same results).
     ///
     /// `AVX2 = true` only from code that runs after checking that the CPU has AVX2 (the
     /// tracer's AVX2 build of the loop).
     #[inline(always)]
-    pub(crate) fn trace_wave_on<const W: usize, const AVX2: bool>(
+    pub(crate) fn trace_waves_on<const W: usize, const H: usize, const AVX2: bool>(
         &self,
-        wave_index: u64,
+        first_index: u64,
         rays: &[Ray],
-        wave: &mut Wave<W, LaneState<T::Lane>>,
+        wave: &mut Wave<H, LaneState<T::Lane>>,
         out: &mut [LaneOutput],
         counters: &mut Counters,
     ) {
+        const { assert!(H == W || H == 2 * W) };
         let (intersector, traversal, root) = (self.intersector, self.traversal, self.root);
-        assert!(rays.len() <= W && out.len() >= rays.len());
-        wave.index = wave_index;
+        assert!(rays.len() <= H && out.len() >= rays.len());
+        // The waves held, and the exec bits of each (wave k of lane i: `i / W`).
+        let waves = rays.len().div_ceil(W);
+        let first_mask = if W == 64 { u64::MAX } else { (1u64 << W) - 1 };
+        let wave_mask = [first_mask, !first_mask];
+        wave.index = first_index;
         wave.exec = 0;
         // Lanes whose registers the instruction will reject (NaN, infinite origin): they take
         // the general path once, which retires them. A lane's registers change only by a
@@ -264,7 +274,7 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
         let mut rejected = 0u64;
         // Lanes whose box tests can never make a NaN product (`LaneStart::finite_slopes`).
         let mut finite_slopes = 0u64;
-        for i in 0..W {
+        for i in 0..H {
             match rays.get(i) {
                 Some(ray) => {
                     #[cfg(target_arch = "x86_64")]
@@ -287,7 +297,9 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
                 }
             }
         }
-        count_wave(counters, W, rays.len());
+        for k in 0..waves {
+            count_wave(counters, W, rays.len().min(W * (k + 1)) - W * k);
+        }
 
         let mode = intersector.descriptor.triangle_return_mode;
         let sort = intersector.descriptor.box_sort_enable;
@@ -295,17 +307,19 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
         let mut max_depth = 0usize;
         // Triangle lanes gathered for the SIMD test, and who they are.
         let mut batch = Gathered::default();
-        let mut wave_cost = td::WaveCost::default();
+        let mut wave_cost = [td::WaveCost::default(); 2];
         while wave.exec != 0 {
-            let issued = wave.exec.count_ones();
-            let mut cost = InstructionCost::default();
+            let issued = wave_mask.map(|m| (wave.exec & m).count_ones());
+            // One instruction of each wave with an issued lane; lane i's costs go to wave i / W.
+            let mut cost = [InstructionCost::default(); 2];
             let mut exec = wave.exec;
             // First step only: rejected lanes take the general path, which retires them.
             while rejected != 0 {
                 let i = rejected.trailing_zeros() as usize;
                 rejected &= rejected - 1;
                 exec &= !(1 << i);
-                let (_, outcome) = intersector.lane_general(wave.node[i], &wave.ray[i], &mut cost);
+                let cost = &mut cost[(i / W) & 1];
+                let (_, outcome) = intersector.lane_general(wave.node[i], &wave.ray[i], cost);
                 let LaneOutcome::Inactive(reason) = outcome else {
                     unreachable!("a lane failing ray_is_active is inactive");
                 };
@@ -319,6 +333,7 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
             // Lane i consumes the result of its box query.
             macro_rules! consume {
                 ($i:expr, $node:expr, $b:expr, $children:expr, $valid:expr) => {{
+                    let cost = &mut cost[($i / W) & 1];
                     cost.box_queries += 1;
                     cost.aabb_useful += $b.useful_slots();
                     let lane = &mut wave.state[$i];
@@ -371,14 +386,15 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
                     batch
                         .tests
                         .push_prepared(bytes, (node & 3) as usize, tri_ray);
-                    cost.triangle_tests += 1;
+                    cost[(i / W) & 1].triangle_tests += 1;
                     if batch.tests.is_full() {
                         self.flush(wave, &mut batch, mode, &mut max_depth, counters);
                     }
                     continue;
                 }
                 // Everything else: user nodes, the bounds check, unmapped memory, uncached boxes.
-                let (dwords, outcome) = intersector.lane_general(node, &wave.ray[i], &mut cost);
+                let lane_cost = &mut cost[(i / W) & 1];
+                let (dwords, outcome) = intersector.lane_general(node, &wave.ray[i], lane_cost);
                 match outcome {
                     LaneOutcome::Inactive(reason) => {
                         wave.retire(i, LaneStatus::Deactivated(reason));
@@ -406,10 +422,18 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
             if !batch.tests.is_empty() {
                 self.flush(wave, &mut batch, mode, &mut max_depth, counters);
             }
-            cost.clocks = cost.box_queries + cost.triangle_tests;
-            wave_cost.add(W, issued, &cost);
+            for k in 0..H / W {
+                // A wave whose lanes are all off has stopped: it issues nothing.
+                if issued[k] != 0 {
+                    let cost = &mut cost[k];
+                    cost.clocks = cost.box_queries + cost.triangle_tests;
+                    wave_cost[k].add(W, issued[k], cost);
+                }
+            }
         }
-        wave_cost.charge(counters, wave.index);
+        for (k, cost) in wave_cost.iter().enumerate().take(waves) {
+            cost.charge(counters, first_index + k as u64);
+        }
         counters.trav_max_stack_depth = counters.trav_max_stack_depth.max(max_depth as u64);
         for (i, o) in out.iter_mut().enumerate().take(rays.len()) {
             *o = wave.state[i].hit.output(counters);

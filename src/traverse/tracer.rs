@@ -97,7 +97,9 @@ impl SimdPath {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize)]
 pub enum Schedule {
     /// Step by step, as the hardware runs a wave: each step issues the instruction for every
-    /// active lane ([`super::WaveRun::trace_wave`]). The default: the faster one here.
+    /// active lane ([`super::WaveRun::trace_wave`]). wave32 waves run two at a time, their
+    /// steps side by side in 64 host lanes (each wave's steps and counters its own). The
+    /// default: the faster one here.
     #[default]
     Lockstep,
     /// Lane by lane: each lane runs its traversal to the end, and the wave's counters are
@@ -382,21 +384,33 @@ impl WaveTracer {
         assert_eq!(rays.len(), out.len(), "one output per ray");
         match (self.config.wave, self.config.strategy, self.leaf_chains) {
             (WaveWidth::W32, Strategy::FullStack, false) => {
-                self.run::<32, _, O>(&FullStack, rays, query, out, convert, counters)
+                self.run::<32, 64, _, O>(&FullStack, rays, query, out, convert, counters)
             }
             (WaveWidth::W64, Strategy::FullStack, false) => {
-                self.run::<64, _, O>(&FullStack, rays, query, out, convert, counters)
+                self.run::<64, 64, _, O>(&FullStack, rays, query, out, convert, counters)
             }
-            (WaveWidth::W32, Strategy::FullStack, true) => {
-                self.run::<32, _, O>(&LeafChains(FullStack), rays, query, out, convert, counters)
-            }
-            (WaveWidth::W64, Strategy::FullStack, true) => {
-                self.run::<64, _, O>(&LeafChains(FullStack), rays, query, out, convert, counters)
-            }
+            (WaveWidth::W32, Strategy::FullStack, true) => self.run::<32, 64, _, O>(
+                &LeafChains(FullStack),
+                rays,
+                query,
+                out,
+                convert,
+                counters,
+            ),
+            (WaveWidth::W64, Strategy::FullStack, true) => self.run::<64, 64, _, O>(
+                &LeafChains(FullStack),
+                rays,
+                query,
+                out,
+                convert,
+                counters,
+            ),
         }
     }
 
-    fn run<const W: usize, T: Traversal, O: Send>(
+    /// Traces in waves of `W` lanes, run `H / W` at a time by the lockstep schedule
+    /// ([`WaveRun::trace_waves_on`]: the same steps and counters per wave).
+    fn run<const W: usize, const H: usize, T: Traversal, O: Send>(
         &self,
         traversal: &T,
         rays: &[Ray],
@@ -412,16 +426,15 @@ impl WaveTracer {
                     intersector: &intersector,
                     table,
                 };
-                self.run_with::<W, T, _, O>(traversal, &ids, rays, query, out, convert, counters)
+                self.run_with::<W, H, T, _, O>(traversal, &ids, rays, query, out, convert, counters)
             }
-            Ids::Other(ids) => {
-                self.run_with::<W, T, _, O>(traversal, &**ids, rays, query, out, convert, counters)
-            }
+            Ids::Other(ids) => self
+                .run_with::<W, H, T, _, O>(traversal, &**ids, rays, query, out, convert, counters),
         }
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn run_with<const W: usize, T: Traversal, P: PrimitiveIds + ?Sized, O: Send>(
+    fn run_with<const W: usize, const H: usize, T: Traversal, P: PrimitiveIds + ?Sized, O: Send>(
         &self,
         traversal: &T,
         prim_id: &P,
@@ -435,7 +448,7 @@ impl WaveTracer {
         let block = CHUNK_WAVES * W;
         let simd = self.config.simd.resolve();
         let schedule = self.config.schedule;
-        let run_block = |scratch: &mut BlockScratch<W, T::Lane>,
+        let run_block = |scratch: &mut BlockScratch<H, T::Lane>,
                          (b, (rays, out)): (usize, (&[Ray], &mut [O]))| {
             let mut local = Counters::default();
             let lanes = &mut scratch.outputs[..rays.len()];
@@ -455,8 +468,10 @@ impl WaveTracer {
                     match simd {
                         // SAFETY: `resolve` returns Avx2 only when the CPU has AVX2.
                         #[cfg(target_arch = "x86_64")]
-                        SimdPath::Avx2 => unsafe { job.run_avx2(rays, wave, lanes, &mut local) },
-                        _ => job.run::<_, false>(rays, wave, lanes, &mut local),
+                        SimdPath::Avx2 => unsafe {
+                            job.run_avx2::<W, H>(rays, wave, lanes, &mut local)
+                        },
+                        _ => job.run::<W, H, false>(rays, wave, lanes, &mut local),
                     }
                 }
                 Schedule::ByLane => {
@@ -480,10 +495,10 @@ impl WaveTracer {
             rays.par_chunks(block)
                 .zip(out.par_chunks_mut(block))
                 .enumerate()
-                .map_init(BlockScratch::new, run_block)
+                .map_init(|| BlockScratch::new(block), run_block)
                 .collect()
         } else {
-            let mut scratch = BlockScratch::new();
+            let mut scratch = BlockScratch::new(block);
             rays.chunks(block)
                 .zip(out.chunks_mut(block))
                 .enumerate()
@@ -514,20 +529,22 @@ impl WaveTracer {
     }
 }
 
-/// What a worker reuses from one parallel block to the next: the wave (its lanes' stacks
-/// keep their capacity), the by-lane schedule's buffers, and the block's lane outputs.
-struct BlockScratch<const W: usize, L> {
-    wave: Box<Wave<W, LaneState<L>>>,
+/// What a worker reuses from one parallel block to the next: the `H` host lanes of the
+/// lockstep schedule (their stacks keep their capacity), the by-lane schedule's buffers, and
+/// the block's lane outputs.
+struct BlockScratch<const H: usize, L> {
+    wave: Box<Wave<H, LaneState<L>>>,
     by_lane: ByLaneScratch<L>,
     outputs: Box<[LaneOutput]>,
 }
 
-impl<const W: usize, L: Default> BlockScratch<W, L> {
-    fn new() -> Self {
+impl<const H: usize, L: Default> BlockScratch<H, L> {
+    /// For blocks of at most `rays` rays.
+    fn new(rays: usize) -> Self {
         BlockScratch {
             wave: Box::new(Wave::new(0)),
             by_lane: ByLaneScratch::default(),
-            outputs: vec![LaneOutput::default(); CHUNK_WAVES * W].into_boxed_slice(),
+            outputs: vec![LaneOutput::default(); rays].into_boxed_slice(),
         }
     }
 }
@@ -539,19 +556,20 @@ struct WaveBlock<'a, T, P: ?Sized> {
 }
 
 impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveBlock<'_, T, P> {
-    /// Traces `rays` in waves of `W` (wave indices from `first_wave`).
+    /// Traces `rays` in waves of `W` (wave indices from `first_wave`), `H / W` waves side
+    /// by side in the `H` host lanes.
     #[inline(always)]
-    fn run<const W: usize, const AVX2: bool>(
+    fn run<const W: usize, const H: usize, const AVX2: bool>(
         &self,
         rays: &[Ray],
-        wave: &mut Wave<W, LaneState<T::Lane>>,
+        wave: &mut Wave<H, LaneState<T::Lane>>,
         out: &mut [LaneOutput],
         counters: &mut Counters,
     ) {
-        for (w, (rays, out)) in rays.chunks(W).zip(out.chunks_mut(W)).enumerate() {
-            let index = self.first_wave + w as u64;
+        for (k, (rays, out)) in rays.chunks(H).zip(out.chunks_mut(H)).enumerate() {
+            let index = self.first_wave + (k * (H / W)) as u64;
             self.run
-                .trace_wave_on::<W, AVX2>(index, rays, wave, out, counters);
+                .trace_waves_on::<W, H, AVX2>(index, rays, wave, out, counters);
         }
     }
 
@@ -563,14 +581,14 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveBlock<'_, T, P> {
     /// The CPU must support AVX2.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
-    unsafe fn run_avx2<const W: usize>(
+    unsafe fn run_avx2<const W: usize, const H: usize>(
         &self,
         rays: &[Ray],
-        wave: &mut Wave<W, LaneState<T::Lane>>,
+        wave: &mut Wave<H, LaneState<T::Lane>>,
         out: &mut [LaneOutput],
         counters: &mut Counters,
     ) {
-        self.run::<W, true>(rays, wave, out, counters);
+        self.run::<W, H, true>(rays, wave, out, counters);
     }
 }
 
