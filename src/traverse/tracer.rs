@@ -382,29 +382,21 @@ impl WaveTracer {
         counters: &mut Counters,
     ) {
         assert_eq!(rays.len(), out.len(), "one output per ray");
-        match (self.config.wave, self.config.strategy, self.leaf_chains) {
-            (WaveWidth::W32, Strategy::FullStack, false) => {
-                self.run::<32, 64, _, O>(&FullStack, rays, query, out, convert, counters)
+        let Strategy::FullStack = self.config.strategy;
+        let (full, chains) = (&FullStack, &LeafChains(FullStack));
+        match (self.config.wave, self.leaf_chains) {
+            (WaveWidth::W32, false) => {
+                self.run::<32, 64, _, O>(full, rays, query, out, convert, counters)
             }
-            (WaveWidth::W64, Strategy::FullStack, false) => {
-                self.run::<64, 64, _, O>(&FullStack, rays, query, out, convert, counters)
+            (WaveWidth::W64, false) => {
+                self.run::<64, 64, _, O>(full, rays, query, out, convert, counters)
             }
-            (WaveWidth::W32, Strategy::FullStack, true) => self.run::<32, 64, _, O>(
-                &LeafChains(FullStack),
-                rays,
-                query,
-                out,
-                convert,
-                counters,
-            ),
-            (WaveWidth::W64, Strategy::FullStack, true) => self.run::<64, 64, _, O>(
-                &LeafChains(FullStack),
-                rays,
-                query,
-                out,
-                convert,
-                counters,
-            ),
+            (WaveWidth::W32, true) => {
+                self.run::<32, 64, _, O>(chains, rays, query, out, convert, counters)
+            }
+            (WaveWidth::W64, true) => {
+                self.run::<64, 64, _, O>(chains, rays, query, out, convert, counters)
+            }
         }
     }
 
