@@ -266,6 +266,7 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
         let waves = rays.len().div_ceil(W);
         let first_mask = if W == 64 { u64::MAX } else { (1u64 << W) - 1 };
         let wave_mask = [first_mask, !first_mask];
+        // The first wave's index; each wave is charged to its own TD at the end.
         wave.index = first_index;
         wave.exec = 0;
         // Lanes whose registers the instruction will reject (NaN, infinite origin): they take
