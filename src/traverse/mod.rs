@@ -309,9 +309,11 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
         // Triangle lanes gathered for the SIMD test, and who they are.
         let mut batch = Gathered::default();
         let mut wave_cost = [td::WaveCost::default(); 2];
+        // The wave that holds lane i.
+        let wave_of = |i: usize| (i / W) & 1;
         while wave.exec != 0 {
             let issued = wave_mask.map(|m| (wave.exec & m).count_ones());
-            // One instruction of each wave with an issued lane; lane i's costs go to wave i / W.
+            // One instruction of each wave with an issued lane; lane i's costs go to its wave.
             let mut cost = [InstructionCost::default(); 2];
             let mut exec = wave.exec;
             // First step only: rejected lanes take the general path, which retires them.
@@ -319,7 +321,7 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
                 let i = rejected.trailing_zeros() as usize;
                 rejected &= rejected - 1;
                 exec &= !(1 << i);
-                let cost = &mut cost[(i / W) & 1];
+                let cost = &mut cost[wave_of(i)];
                 let (_, outcome) = intersector.lane_general(wave.node[i], &wave.ray[i], cost);
                 let LaneOutcome::Inactive(reason) = outcome else {
                     unreachable!("a lane failing ray_is_active is inactive");
@@ -334,7 +336,7 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
             // Lane i consumes the result of its box query.
             macro_rules! consume {
                 ($i:expr, $node:expr, $b:expr, $children:expr, $valid:expr) => {{
-                    let cost = &mut cost[($i / W) & 1];
+                    let cost = &mut cost[wave_of($i)];
                     cost.box_queries += 1;
                     cost.aabb_useful += $b.useful_slots();
                     let lane = &mut wave.state[$i];
@@ -387,14 +389,14 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
                     batch
                         .tests
                         .push_prepared(bytes, (node & 3) as usize, tri_ray);
-                    cost[(i / W) & 1].triangle_tests += 1;
+                    cost[wave_of(i)].triangle_tests += 1;
                     if batch.tests.is_full() {
                         self.flush(wave, &mut batch, mode, &mut max_depth, counters);
                     }
                     continue;
                 }
                 // Everything else: user nodes, the bounds check, unmapped memory, uncached boxes.
-                let lane_cost = &mut cost[(i / W) & 1];
+                let lane_cost = &mut cost[wave_of(i)];
                 let (dwords, outcome) = intersector.lane_general(node, &wave.ray[i], lane_cost);
                 match outcome {
                     LaneOutcome::Inactive(reason) => {

@@ -411,24 +411,26 @@ impl WaveTracer {
         convert: &(impl Fn(&Ray, &LaneOutput) -> O + Sync),
         counters: &mut Counters,
     ) {
+        let intersector = self.intersector();
+        let run = (&intersector, traversal);
         match &self.prim_ids {
             Ids::Image(table) => {
-                let intersector = self.intersector();
                 let ids = CachedIds {
                     intersector: &intersector,
                     table,
                 };
-                self.run_with::<W, H, T, _, O>(traversal, &ids, rays, query, out, convert, counters)
+                self.run_with::<W, H, T, _, O>(run, &ids, rays, query, out, convert, counters)
             }
-            Ids::Other(ids) => self
-                .run_with::<W, H, T, _, O>(traversal, &**ids, rays, query, out, convert, counters),
+            Ids::Other(ids) => {
+                self.run_with::<W, H, T, _, O>(run, &**ids, rays, query, out, convert, counters)
+            }
         }
     }
 
     #[allow(clippy::too_many_arguments)]
     fn run_with<const W: usize, const H: usize, T: Traversal, P: PrimitiveIds + ?Sized, O: Send>(
         &self,
-        traversal: &T,
+        (intersector, traversal): (&WaveIntersector, &T),
         prim_id: &P,
         rays: &[Ray],
         query: Query,
@@ -436,7 +438,6 @@ impl WaveTracer {
         convert: &(impl Fn(&Ray, &LaneOutput) -> O + Sync),
         counters: &mut Counters,
     ) {
-        let intersector = self.intersector();
         let block = CHUNK_WAVES * W;
         let simd = self.config.simd.resolve();
         let schedule = self.config.schedule;
@@ -446,7 +447,7 @@ impl WaveTracer {
             let lanes = &mut scratch.outputs[..rays.len()];
             let job = WaveBlock {
                 run: WaveRun {
-                    intersector: &intersector,
+                    intersector,
                     traversal,
                     root: self.root,
                     prim_id,
