@@ -343,14 +343,12 @@ impl<'a> WaveIntersector<'a> {
             prefetch_lines(entry as *const u8, 2);
             return;
         }
-        if ptr & 6 == 4 {
-            if let Some(e) = self.fast.boxes.get(block) {
-                prefetch_lines(e as *const CacheEntry as *const u8, 2);
+        // No direct cache lookup here: a triangle's image bytes, else the general address.
+        if ptr & 6 != 4 {
+            if let Some(b) = self.fast.triangles.get(block * 64) {
+                prefetch_lines(b, 1);
                 return;
             }
-        } else if let Some(b) = self.fast.triangles.get(block * 64) {
-            prefetch_lines(b, 1);
-            return;
         }
         let ptr = NodePointer::from_u32(ptr);
         let ty = ptr.node_type();
