@@ -106,8 +106,13 @@ pub struct LaneHit {
     pub best: Option<(u32, [u32; 4])>,
     /// Primitive id of the accepted triangle.
     pub best_prim: u32,
-    /// TD clocks this lane's ray cost.
+    /// TD clocks this lane's ray cost. The lockstep wave loop sets it when the lane retires,
+    /// from the steps the lane issued and [`Self::free_steps`] (each other step cost one
+    /// clock), rather than counting on every step.
     pub clocks: u32,
+    /// Steps the lane issued that cost no TD clock (a user node, a pointer out of bounds, the
+    /// step that deactivated it), counted by the lockstep wave loop.
+    pub free_steps: u32,
 }
 
 impl Default for LaneHit {
@@ -118,6 +123,7 @@ impl Default for LaneHit {
             best: None,
             best_prim: u32::MAX,
             clocks: 0,
+            free_steps: 0,
         }
     }
 }
@@ -311,10 +317,18 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
         let mut wave_cost = [td::WaveCost::default(); 2];
         // The wave that holds lane i.
         let wave_of = |i: usize| (i / W) & 1;
+        // Steps issued so far, this one included: a lane retiring in this step issued one
+        // instruction in each (`LaneHit::clocks`).
+        let mut steps = 0u32;
         while wave.exec != 0 {
+            steps += 1;
             let issued = wave_mask.map(|m| (wave.exec & m).count_ones());
             // One instruction of each wave with an issued lane; lane i's costs go to its wave.
             let mut cost = [InstructionCost::default(); 2];
+            // This step's box queries and useful AABB slots of wave k, 16 bits each (at most
+            // 64 and 256): box queries at bit 16 k, useful slots at bit 32 + 16 k. A register
+            // sum: adding to `cost` in memory lane by lane chained every box lane on the last.
+            let mut box_sums = 0u64;
             let mut exec = wave.exec;
             // First step only: rejected lanes take the general path, which retires them.
             while rejected != 0 {
@@ -326,7 +340,8 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
                 let LaneOutcome::Inactive(reason) = outcome else {
                     unreachable!("a lane failing ray_is_active is inactive");
                 };
-                wave.retire(i, LaneStatus::Deactivated(reason));
+                wave.state[i].hit.free_steps += 1;
+                retire(wave, i, LaneStatus::Deactivated(reason), steps);
             }
             // Box lanes first, then the rest: grouping lanes by node type keeps the branches
             // predictable (lanes are independent, so the order does not change any result).
@@ -336,14 +351,11 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
             // Lane i consumes the result of its box query.
             macro_rules! consume {
                 ($i:expr, $node:expr, $b:expr, $children:expr, $valid:expr) => {{
-                    let cost = &mut cost[wave_of($i)];
-                    cost.box_queries += 1;
-                    cost.aabb_useful += $b.useful_slots();
+                    box_sums += (1 | ($b.useful_slots() as u64) << 32) << (16 * wave_of($i));
                     let lane = &mut wave.state[$i];
-                    lane.hit.clocks += 1;
                     let next = traversal.after_box_masked(&mut lane.trav, $node, $children, $valid);
                     max_depth = max_depth.max(traversal.stack_depth(&lane.trav));
-                    go_on(wave, intersector, $i, next);
+                    go_on(wave, intersector, $i, next, steps);
                 }};
             }
             while box_lanes != 0 {
@@ -391,7 +403,7 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
                         .push_prepared(bytes, (node & 3) as usize, tri_ray);
                     cost[wave_of(i)].triangle_tests += 1;
                     if batch.tests.is_full() {
-                        self.flush(wave, &mut batch, mode, &mut max_depth, counters);
+                        self.flush(wave, &mut batch, mode, (&mut max_depth, steps), counters);
                     }
                     continue;
                 }
@@ -400,30 +412,39 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
                 let (dwords, outcome) = intersector.lane_general(node, &wave.ray[i], lane_cost);
                 match outcome {
                     LaneOutcome::Inactive(reason) => {
-                        wave.retire(i, LaneStatus::Deactivated(reason));
+                        wave.state[i].hit.free_steps += 1;
+                        retire(wave, i, LaneStatus::Deactivated(reason), steps);
                         continue;
                     }
                     LaneOutcome::Tested if node & 6 == 4 => {
                         let lane = &mut wave.state[i];
-                        lane.hit.clocks += 1;
                         let next = traversal.after_box(&mut lane.trav, node, dwords);
                         max_depth = max_depth.max(traversal.stack_depth(&lane.trav));
-                        go_on(wave, intersector, i, next);
+                        go_on(wave, intersector, i, next, steps);
                     }
-                    LaneOutcome::Tested => {
-                        self.after_triangle(wave, (i, node), dwords, &mut max_depth, counters)
-                    }
+                    LaneOutcome::Tested => self.after_triangle(
+                        wave,
+                        (i, node),
+                        dwords,
+                        (&mut max_depth, steps),
+                        counters,
+                    ),
                     _ => {
                         // User node, out of bounds, unmapped: nothing tested, the lane goes on.
                         let lane = &mut wave.state[i];
+                        lane.hit.free_steps += 1;
                         let next = traversal.after_leaf(&mut lane.trav, node);
                         max_depth = max_depth.max(traversal.stack_depth(&lane.trav));
-                        go_on(wave, intersector, i, next);
+                        go_on(wave, intersector, i, next, steps);
                     }
                 }
             }
             if !batch.tests.is_empty() {
-                self.flush(wave, &mut batch, mode, &mut max_depth, counters);
+                self.flush(wave, &mut batch, mode, (&mut max_depth, steps), counters);
+            }
+            for (k, cost) in cost.iter_mut().enumerate() {
+                cost.box_queries += (box_sums >> (16 * k)) as u32 & 0xffff;
+                cost.aabb_useful += (box_sums >> (32 + 16 * k)) as u32 & 0xffff;
             }
             for k in 0..H / W {
                 // A wave whose lanes are all off has stopped: it issues nothing.
@@ -567,29 +588,34 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
         wave: &mut Wave<W, LaneState<T::Lane>>,
         batch: &mut Gathered,
         mode: TriangleReturnMode,
-        max_depth: &mut usize,
+        (max_depth, steps): (&mut usize, u32),
         counters: &mut Counters,
     ) {
         let dwords = batch.tests.run(mode);
         for (j, &(i, node)) in batch.lanes.iter().enumerate().take(batch.tests.len()) {
-            self.after_triangle(wave, (i, node), dwords[j], max_depth, counters);
+            self.after_triangle(
+                wave,
+                (i, node),
+                dwords[j],
+                (&mut *max_depth, steps),
+                counters,
+            );
         }
         batch.tests.clear();
     }
 
-    /// Lane `i` tested triangle `node` and got `dwords`: offers the hit, then asks the
-    /// strategy for the next node (none after an accepted hit of an any-hit query).
+    /// Lane `i` tested triangle `node` and got `dwords` in step `steps`: offers the hit, then
+    /// asks the strategy for the next node (none after an accepted hit of an any-hit query).
     #[inline(always)]
     fn after_triangle<const W: usize>(
         &self,
         wave: &mut Wave<W, LaneState<T::Lane>>,
         (i, node): (usize, u32),
         dwords: [u32; 4],
-        max_depth: &mut usize,
+        (max_depth, steps): (&mut usize, u32),
         counters: &mut Counters,
     ) {
         let lane = &mut wave.state[i];
-        lane.hit.clocks += 1;
         let mut done = false;
         if let Some(t) = lane
             .hit
@@ -606,17 +632,18 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
             self.traversal.after_leaf(&mut lane.trav, node)
         };
         *max_depth = (*max_depth).max(self.traversal.stack_depth(&lane.trav));
-        go_on(wave, self.intersector, i, next);
+        go_on(wave, self.intersector, i, next, steps);
     }
 }
 
-/// Lane `i` asks for `next`, or finishes.
+/// Lane `i` asks for `next`, or finishes (having issued `steps` steps).
 #[inline(always)]
-fn go_on<const W: usize, S>(
-    wave: &mut Wave<W, S>,
+fn go_on<const W: usize, L>(
+    wave: &mut Wave<W, LaneState<L>>,
     intersector: &WaveIntersector,
     i: usize,
     next: Option<u32>,
+    steps: u32,
 ) {
     match next {
         Some(p) => {
@@ -624,8 +651,22 @@ fn go_on<const W: usize, S>(
             intersector.prefetch(p);
             wave.node[i] = p;
         }
-        None => wave.retire(i, LaneStatus::Finished),
+        None => retire(wave, i, LaneStatus::Finished, steps),
     }
+}
+
+/// Lane `i` stops after issuing `steps` steps: every step but its free ones cost one TD clock
+/// (one box query or one triangle test).
+#[inline(always)]
+fn retire<const W: usize, L>(
+    wave: &mut Wave<W, LaneState<L>>,
+    i: usize,
+    status: LaneStatus,
+    steps: u32,
+) {
+    let hit = &mut wave.state[i].hit;
+    hit.clocks = steps - hit.free_steps;
+    wave.retire(i, status);
 }
 
 /// Turns a lane's accepted triangle into a [`Hit`] (mode 1 dwords give barycentrics:
