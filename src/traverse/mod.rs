@@ -582,7 +582,14 @@ pub(crate) fn start_lane_checked<const W: usize, T: Traversal>(
         let registers = lane_ray(ray);
         let start = LaneStart {
             active: ray_is_active(&registers),
-            finite_slopes: registers.inv_dir.iter().all(|r| r.is_finite() && *r != 0.0),
+            // Finite and not zero: magnitude bits in 1..=0x7F7F_FFFF (branch-free: the
+            // lazy `all(is_finite && != 0)` cost three data-dependent branches a ray).
+            finite_slopes: registers
+                .inv_dir
+                .map(|r| (r.to_bits() & 0x7fff_ffff).wrapping_sub(1))
+                .into_iter()
+                .fold(0, u32::max)
+                < 0x7f7f_ffff,
         };
         wave.activate(i, first, registers);
         wave.state[i].triangle_ray = TriangleRay::new(&wave.ray[i]);
