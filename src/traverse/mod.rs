@@ -405,6 +405,8 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
                 max_depth = max_depth.max(traversal.stack_depth(&lane.trav));
                 go_on(wave, intersector, i, next, steps);
             }
+            // The lanes whose triangle test went to the batch (counted per wave after the loop).
+            let mut batched = 0u64;
             while exec != 0 {
                 let i = exec.trailing_zeros() as usize;
                 exec &= exec - 1;
@@ -415,7 +417,7 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
                     batch
                         .tests
                         .push_prepared(bytes, (node & 3) as usize, tri_ray);
-                    cost[wave_of(i)].triangle_tests += 1;
+                    batched |= 1 << i;
                     if batch.tests.is_full() {
                         self.flush(wave, &mut batch, mode, (&mut max_depth, steps), counters);
                     }
@@ -457,6 +459,7 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
                 self.flush(wave, &mut batch, mode, (&mut max_depth, steps), counters);
             }
             for (k, cost) in cost.iter_mut().enumerate() {
+                cost.triangle_tests += (batched & wave_mask[k]).count_ones();
                 cost.box_queries += (box_sums >> (16 * k)) as u32 & 0xffff;
                 cost.aabb_useful += (box_sums >> (32 + 16 * k)) as u32 & 0xffff;
             }
