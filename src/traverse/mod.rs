@@ -328,8 +328,9 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
             // One instruction of each wave with an issued lane; lane i's costs go to its wave.
             let mut cost = [InstructionCost::default(); 2];
             // This step's box queries and useful AABB slots of wave k, 16 bits each (at most
-            // 64 and 256): box queries at bit 16 k, useful slots at bit 32 + 16 k. A register
-            // sum: adding to `cost` in memory lane by lane chained every box lane on the last.
+            // 64 and 256): box queries at bit 16 k, useful slots at bit 32 + 16 k. One sum at
+            // a fixed place: adding to `cost[k]` lane by lane (an indexed read-modify-write)
+            // made each box lane wait for the previous one's store.
             let mut box_sums = 0u64;
             let mut exec = wave.exec;
             // First step only: rejected lanes take the general path, which retires them.
