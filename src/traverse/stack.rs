@@ -68,11 +68,11 @@ impl StackLane {
     /// invalid child keep what they held (entries below the old top, or the floor).
     ///
     /// Without a branch on `n`: whether a box query hit nothing is data the CPU cannot
-    /// predict. With `n == 0` the write
-    /// stores only invalid children, so it keeps every slot (the window ends at the old top,
-    /// above the floor: an empty stack returns first), and its last slot is the entry a pop
-    /// takes; with `n >= 1` its last slot is `children[0]`. So the next node is the window's
-    /// last slot after the write, and the new top is `top + n - 1` in both cases.
+    /// predict. With `n == 0` the write stores only invalid children, so it keeps every slot
+    /// (the window ends at the old top, above the floor: an empty stack returns first), and
+    /// its last slot is the entry a pop takes; with `n >= 1` its last slot is `children[0]`.
+    /// So the next node is the window's last slot after the write, and the new top is
+    /// `top + n - 1` in both cases.
     #[inline(always)]
     fn push_sorted_or_pop(&mut self, children: [u32; 4], n: usize) -> Option<u32> {
         debug_assert!(n <= 4);
