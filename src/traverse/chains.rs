@@ -42,6 +42,19 @@ impl<T: Traversal> Traversal for LeafChains<T> {
         self.0.after_box_masked(lane, node, children, valid)
     }
 
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    unsafe fn after_box_masked_avx(
+        &self,
+        lane: &mut Self::Lane,
+        node: u32,
+        children: [u32; 4],
+        valid: u32,
+    ) -> Option<u32> {
+        // SAFETY: the caller guarantees AVX.
+        unsafe { self.0.after_box_masked_avx(lane, node, children, valid) }
+    }
+
     #[inline(always)]
     fn after_leaf(&self, lane: &mut Self::Lane, node: u32) -> Option<u32> {
         // Types 1-3: the next triangle down in the same node (type bits 2:0 minus one).

@@ -78,6 +78,23 @@ pub trait Traversal: Sync {
         self.after_box(lane, node, children)
     }
 
+    /// [`Traversal::after_box_masked`] in an AVX build of the wave loop: the same lane state
+    /// and result, in code that may use AVX (a strategy overrides it where that is faster).
+    ///
+    /// # Safety
+    /// The CPU must support AVX.
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    unsafe fn after_box_masked_avx(
+        &self,
+        lane: &mut Self::Lane,
+        node: u32,
+        children: [u32; 4],
+        valid: u32,
+    ) -> Option<u32> {
+        self.after_box_masked(lane, node, children, valid)
+    }
+
     /// The lane's leaf (triangle, user node, or a node that failed) is done. Returns the next
     /// node, or `None` when the lane is done.
     fn after_leaf(&self, lane: &mut Self::Lane, node: u32) -> Option<u32>;
@@ -401,8 +418,16 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
                 tested &= tested - 1;
                 let (children, valid) = box_results[i];
                 let lane = &mut wave.state[i];
-                let next =
-                    traversal.after_box_masked(&mut lane.trav, wave.node[i], children, valid);
+                let node = wave.node[i];
+                #[cfg(target_arch = "x86_64")]
+                let next = if AVX2 {
+                    // SAFETY: AVX2 (so AVX) is set only where the CPU has AVX2 (see above).
+                    unsafe { traversal.after_box_masked_avx(&mut lane.trav, node, children, valid) }
+                } else {
+                    traversal.after_box_masked(&mut lane.trav, node, children, valid)
+                };
+                #[cfg(not(target_arch = "x86_64"))]
+                let next = traversal.after_box_masked(&mut lane.trav, node, children, valid);
                 max_depth = max_depth.max(traversal.stack_depth(&lane.trav));
                 go_on(wave, intersector, i, next, steps);
             }
