@@ -53,7 +53,7 @@ pub struct DecodedBox {
     pub hi: [f32x4; 3],
     /// The four child pointers, verbatim.
     pub children: [u32; 4],
-    /// Node type the bytes were decoded as (4 or 5; 0 for an empty cache entry).
+    /// Node type the bytes were decoded as (4 or 5; `EMPTY` for an empty cache entry).
     pub ty: u32,
     /// 1 when every child has min <= max on every axis (no NaN): then, without NaN in the
     /// products, `min/max(p_lo, p_hi)` equals the sign-selected near/far plane.
@@ -739,7 +739,7 @@ pub struct NodeCache {
 
 /// One cache entry, two cache lines: a decoded box node, a copy of a triangle node with its
 /// primitive ids, or empty. The tag at byte 112 (`DecodedBox::ty`, `TriangleCopy::tag`) says
-/// which: 4 or 5 for a box of that type, [`TRIANGLE_COPY`], or 0.
+/// which: 4 or 5 for a box of that type, [`TRIANGLE_COPY`], or [`EMPTY`].
 ///
 /// Why triangles too: a lane's next node is then prefetched at the same address whatever its
 /// type, without a branch on the type (which the CPU mispredicted often: box or triangle is
@@ -768,6 +768,10 @@ pub(crate) struct TriangleCopy {
 
 /// The tag of a [`TriangleCopy`] entry (not a node type).
 const TRIANGLE_COPY: u32 = 8;
+/// The tag of an empty entry (not a node type either). Every tag but 4 and 5 lies outside
+/// 0..=7, so that a tag equal to a pointer's type bits (`ptr & 7`) says "a box of that type"
+/// in one compare.
+const EMPTY: u32 = 16;
 
 const _: () = assert!(std::mem::size_of::<CacheEntry>() == 128);
 const _: () = assert!(std::mem::size_of::<TriangleCopy>() == 128);
@@ -779,14 +783,14 @@ const EMPTY_ENTRY: CacheEntry = CacheEntry {
         lo: [f32x4::ZERO; 3],
         hi: [f32x4::ZERO; 3],
         children: [INVALID; 4],
-        ty: 0,
+        ty: EMPTY,
         ordered: 0,
         useful: 0,
     },
 };
 
 impl CacheEntry {
-    /// The tag: 4 or 5 (a decoded box of that type), [`TRIANGLE_COPY`], or 0 (empty).
+    /// The tag: 4 or 5 (a decoded box of that type), [`TRIANGLE_COPY`], or [`EMPTY`].
     #[inline(always)]
     fn tag(&self) -> u32 {
         // SAFETY: both variants are plain data (every bit pattern is a valid value) with a
@@ -805,11 +809,13 @@ impl CacheEntry {
         }
     }
 
-    /// The decoded box if the entry holds one of type `ty`.
+    /// The decoded box if the entry holds one of type `ty` (`0..=7`: a pointer's type bits).
     #[inline(always)]
     pub(crate) fn decoded_box_of_type(&self, ty: u32) -> Option<&DecodedBox> {
-        // SAFETY: as in `tag`; the tag says the entry was written as a box.
-        if self.tag() == ty && ty & !1 == 4 {
+        debug_assert!(ty <= 7);
+        // SAFETY: as in `tag`; the tag says the entry was written as a box (the only tags in
+        // 0..=7 are the box types 4 and 5).
+        if self.tag() == ty {
             Some(unsafe { &self.node })
         } else {
             None
@@ -889,7 +895,7 @@ impl NodeCache {
                 continue;
             }
             let entry = &mut cache.entries[offset / 64];
-            if entry.tag() != 0 {
+            if entry.tag() != EMPTY {
                 continue;
             }
             let node_bytes = &memory.bytes[offset..offset + ty.fetch_bytes()];
@@ -914,7 +920,7 @@ impl NodeCache {
         let Some(offset) = memory.offset(descriptor, ptr, 64) else {
             return;
         };
-        if offset % 64 != 0 || self.entries[offset / 64].tag() != 0 {
+        if offset % 64 != 0 || self.entries[offset / 64].tag() != EMPTY {
             return;
         }
         let mut triangle = TriangleCopy {

@@ -258,7 +258,7 @@ impl<'a> WaveIntersector<'a> {
     /// cached, in bounds and mapped); `None` means: take [`Self::lane_general`].
     #[inline(always)]
     pub fn cached_box(&self, node: u32) -> Option<&'a DecodedBox> {
-        // Types 4 and 5 only (an empty entry is tagged 0, a triangle type).
+        // Types 4 and 5 only (the lookup below compares the entry tag with the type bits).
         if node & 6 != 4 {
             return None;
         }
