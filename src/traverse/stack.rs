@@ -102,7 +102,7 @@ impl StackLane {
     /// the slot at `top + n - 1`: `c[0]`, or, with `n == 0`, the entry a pop takes. No load
     /// of the old slots, no blend: the SSE2 form's load of four slots at a moving offset
     /// overlaps the previous push's store, and the masked store LLVM makes of its load-blend-
-    /// store (`vpmaskmovd`) is slow on AMD's cores (1.06-1.09x here, on a Zen 4 EPYC).
+    /// store (`vpmaskmovd`) is slow on AMD's cores (this form: 1.06-1.10x on a Zen 4 EPYC).
     ///
     /// # Safety
     /// The CPU must support AVX.
