@@ -75,18 +75,10 @@ impl StackLane {
     /// `top + n - 1` in both cases.
     #[inline(always)]
     fn push_sorted_or_pop(&mut self, children: [u32; 4], n: usize) -> Option<u32> {
-        debug_assert!(n <= 4);
-        let top = self.top;
-        // One test for "nothing hit and nothing pending" (the end of a ray).
-        if n | (top - FLOOR) == 0 {
-            return None;
-        }
-        if top + 4 > self.buf.len() {
-            self.grow();
-        }
+        let top = self.window(n)?;
         // SAFETY: `base = top + n - 4` does not wrap: with `n >= 1`, `top >= FLOOR = 3`;
-        // with `n == 0`, `top > FLOOR` (returned above), so `top >= 4`. And
-        // `base + 4 = top + n <= top + 4 <= buf.len()` (grown above).
+        // with `n == 0`, `top > FLOOR` (see `window`), so `top >= 4`. And
+        // `base + 4 = top + n <= top + 4 <= buf.len()` (see `window`).
         let dst = unsafe { &mut *(self.buf.as_mut_ptr().add(top + n - 4) as *mut [u32; 4]) };
         let next = write_reversed_keeping_invalid(dst, children);
         self.top = top + n - 1;
@@ -109,6 +101,20 @@ impl StackLane {
     #[cfg(target_arch = "x86_64")]
     #[inline(always)]
     unsafe fn push_sorted_or_pop_avx(&mut self, children: [u32; 4], n: usize) -> Option<u32> {
+        let top = self.window(n)?;
+        // SAFETY: `top + 4 <= buf.len()` and `top + n - 1 < top + 4`; with `n == 0`,
+        // `top > FLOOR`, so `top + n - 1 >= FLOOR` does not wrap (see `window`). The caller
+        // guarantees AVX.
+        let next = unsafe { write_prefix_reversed_avx(self.buf.as_mut_ptr(), top, children, n) };
+        self.top = top + n - 1;
+        Some(next)
+    }
+
+    /// What both push forms start with: `None` at the end of a ray (no child hit, nothing
+    /// pending; one test for both), else the top, with four free slots from it up (the
+    /// buffer grown if needed). After `Some`, `top > FLOOR` when `n == 0`.
+    #[inline(always)]
+    fn window(&mut self, n: usize) -> Option<usize> {
         debug_assert!(n <= 4);
         let top = self.top;
         if n | (top - FLOOR) == 0 {
@@ -117,12 +123,7 @@ impl StackLane {
         if top + 4 > self.buf.len() {
             self.grow();
         }
-        // SAFETY: `top + 4 <= buf.len()` (grown above) and `top + n - 1 < top + 4`; with
-        // `n == 0`, `top > FLOOR` (returned above), so `top + n - 1 >= FLOOR` does not wrap.
-        // The caller guarantees AVX.
-        let next = unsafe { write_prefix_reversed_avx(self.buf.as_mut_ptr(), top, children, n) };
-        self.top = top + n - 1;
-        Some(next)
+        Some(top)
     }
 
     #[cold]
