@@ -39,9 +39,9 @@ use crate::hw::descriptor::TriangleReturnMode;
 use crate::hw::instruction::LaneOutcome;
 use crate::hw::pointer::{NodePointer, NodeType};
 use crate::math::{Hit, Ray};
-#[cfg(target_arch = "x86_64")]
-use crate::wave::intersector::box_query_pair;
 use crate::wave::intersector::{box_query, LaneRay, TriangleBatch, TriangleRay, INVALID, LANES};
+#[cfg(target_arch = "x86_64")]
+use crate::wave::intersector::{box_query_eight, box_query_pair, RayColumns};
 use crate::wave::lanes::ray_is_active;
 use crate::wave::{td, InstructionCost, LaneStatus, Wave, WaveIntersector};
 use wide::u32x4;
@@ -298,6 +298,9 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
         let mut rejected = 0u64;
         // Lanes whose box tests can never make a NaN product (`LaneStart::finite_slopes`).
         let mut finite_slopes = 0u64;
+        // The lanes' origins and inverse directions as columns, for `box_query_eight`.
+        #[cfg(target_arch = "x86_64")]
+        let mut columns = RayColumns::default();
         for i in 0..H {
             match rays.get(i) {
                 Some(ray) => {
@@ -311,6 +314,10 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
                     #[cfg(not(target_arch = "x86_64"))]
                     let start = start_lane_checked(traversal, root, wave, i, ray);
                     if let Some(start) = start {
+                        #[cfg(target_arch = "x86_64")]
+                        if AVX2 {
+                            columns.set(i, &wave.ray[i]);
+                        }
                         rejected |= (!start.active as u64) << i;
                         finite_slopes |= (start.finite_slopes as u64) << i;
                     }
@@ -379,6 +386,40 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
                     box_results[$i] = ($children, $valid);
                     tested |= 1 << $i;
                 }};
+            }
+            // Blocks of eight consecutive box lanes that ask for one node are tested together,
+            // one lane per vector element (`box_query_eight`): camera rays do this a lot. A
+            // block is checked once per step, so rays that share few nodes pay little.
+            #[cfg(target_arch = "x86_64")]
+            if AVX2 && sort {
+                let candidates = box_lanes & finite_slopes;
+                for first in (0..H).step_by(8) {
+                    if (candidates >> first) & 0xff != 0xff {
+                        continue;
+                    }
+                    // SAFETY: AVX2 is set only where the CPU has AVX2 (see above).
+                    if !unsafe { eight_lanes_at_one_node(&wave.node, first) } {
+                        continue;
+                    }
+                    let Some(b) = intersector.cached_box_of_box_pointer(wave.node[first]) else {
+                        continue;
+                    };
+                    if b.ordered == 0 {
+                        continue;
+                    }
+                    // SAFETY: AVX2 (see above), and this is its build of the loop; the node is
+                    // ordered, the eight lanes have finite slopes (`candidates`), and
+                    // `columns` has their registers (set when they started).
+                    unsafe {
+                        box_query_eight(b, &wave.ray, &columns, first, grow, &mut box_results)
+                    };
+                    // Eight box queries and eight times the useful slots, all in one wave (a
+                    // block of eight never straddles two).
+                    let useful = b.useful_slots() as u64;
+                    box_sums += (8 | (8 * useful) << 32) << (16 * wave_of(first));
+                    tested |= 0xff << first;
+                    box_lanes &= !(0xff << first);
+                }
             }
             while box_lanes != 0 {
                 let i = box_lanes.trailing_zeros() as usize;
@@ -535,6 +576,22 @@ fn count_wave(counters: &mut Counters, width: usize, rays: usize) {
     counters.rays += rays as u64;
     counters.waves += 1;
     counters.lanes_empty += (width - rays) as u64;
+}
+
+/// Whether lanes `first..first + 8` ask for the same node (one vector compare).
+///
+/// # Safety
+/// The CPU must support AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[inline]
+unsafe fn eight_lanes_at_one_node(nodes: &[u32], first: usize) -> bool {
+    use core::arch::x86_64::*;
+    let eight: &[u32; 8] = nodes[first..first + 8].try_into().expect("eight lanes");
+    // SAFETY: an unaligned 32-byte load of the eight u32 of `eight`.
+    let v = unsafe { _mm256_loadu_si256(eight.as_ptr() as *const __m256i) };
+    let equal = _mm256_cmpeq_epi32(v, _mm256_set1_epi32(eight[0] as i32));
+    _mm256_movemask_ps(_mm256_castsi256_ps(equal)) == 0xff
 }
 
 /// Triangle tests gathered across lanes, with each one's lane and node pointer.
