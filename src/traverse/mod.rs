@@ -480,10 +480,17 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
                 let node = wave.node[i];
                 if let Some(bytes) = intersector.mapped_triangle(node).filter(|_| node & 4 == 0) {
                     batch.lanes[batch.tests.len()] = (i, node);
-                    let tri_ray = &wave.state[i].triangle_ray;
-                    batch
-                        .tests
-                        .push_prepared(bytes, (node & 3) as usize, tri_ray);
+                    let (tri_ray, k) = (&wave.state[i].triangle_ray, (node & 3) as usize);
+                    #[cfg(target_arch = "x86_64")]
+                    if AVX2 {
+                        // SAFETY: AVX2 (so AVX) is set only where the CPU has AVX2, and this
+                        // is its build of the loop (see above).
+                        unsafe { batch.tests.push_prepared_avx(bytes, k, tri_ray) };
+                    } else {
+                        batch.tests.push_prepared(bytes, k, tri_ray);
+                    }
+                    #[cfg(not(target_arch = "x86_64"))]
+                    batch.tests.push_prepared(bytes, k, tri_ray);
                     batched |= 1 << i;
                     if batch.tests.is_full() {
                         self.flush(wave, &mut batch, mode, (&mut max_depth, steps), counters);
@@ -875,8 +882,9 @@ mod tests {
                 let prepared = TriangleRay::new(regs);
                 let tri = &wave.state[i].triangle_ray;
                 assert_eq!(tri.rotation, prepared.rotation);
-                assert_eq!(bits(tri.origin), bits(prepared.origin));
-                assert_eq!(bits(tri.dir), bits(prepared.dir));
+                let bits4 = |v: [f32; 4]| v.map(f32::to_bits);
+                assert_eq!(bits4(tri.origin), bits4(prepared.origin));
+                assert_eq!(bits4(tri.dir), bits4(prepared.dir));
                 assert_eq!(wave.node[i], 0x1234_5678);
                 assert!(wave.exec & 1 << i != 0);
             }

@@ -701,17 +701,19 @@ fn sort_network_scalar(ptr: [u32; 4], key: [f32; 4]) -> [u32; 4] {
     p
 }
 
-/// Up to [`LANES`] triangle queries gathered across lanes, stored by component (element j
-/// of every column is the j-th gathered lane), vertices and ray already rotated so that the
-/// ray's dominant axis is "z" (`semantics.md` 7.2 step 1).
+/// Up to [`LANES`] triangle queries gathered across lanes: per gathered lane, its triangle's
+/// three vertices and its ray's origin and direction as rows (x, y, z, unused), already
+/// rotated so that the ray's dominant axis is "z" (`semantics.md` 7.2 step 1).
+/// [`Self::run`] turns the rows into columns (element j of each is gathered lane j).
+///
+/// Why rows: a lane's vertex is then one 16-byte load and one permute by the ray's rotation
+/// ([`Self::push_prepared_avx`]), where a column layout took nine scalar loads and stores a
+/// lane, and the vector loads of the columns spanned four scalar stores each.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct TriangleBatch {
-    /// `v[i][c][j]`: component c of vertex i (triangle k's vertices in hardware order).
-    v: [[[f32; LANES]; 3]; 3],
-    /// Rotated origin, by component.
-    origin: [[f32; LANES]; 3],
-    /// Rotated direction (z is the dominant component), by component.
-    dir: [[f32; LANES]; 3],
+    /// `rows[j]`: gathered lane j's vertices 0-2 (triangle k's, in hardware order), then its
+    /// origin and direction.
+    rows: [[[f32; 4]; 5]; LANES],
     /// Word@60 of each node.
     word: [u32; LANES],
     /// Triangle index k (pointer bits 1:0).
@@ -724,23 +726,27 @@ pub struct TriangleBatch {
 /// or direction (only its extent), so a lane prepares this once per ray.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct TriangleRay {
-    /// Component `rotation[c]` of a vertex becomes its component c.
-    pub rotation: [usize; 3],
-    /// Rotated origin.
-    pub origin: [f32; 3],
-    /// Rotated direction (z is the dominant component).
-    pub dir: [f32; 3],
+    /// Component `rotation[c]` of a vertex becomes its component c; the last element is 3,
+    /// so that this is also the `vpermilps` control of the rotation.
+    pub rotation: [u32; 4],
+    /// Rotated origin (the last element 0).
+    pub origin: [f32; 4],
+    /// Rotated direction, z the dominant component (the last element 0).
+    pub dir: [f32; 4],
 }
 
 impl TriangleRay {
     /// Prepares `ray`.
     #[inline(always)]
     pub fn new(ray: &LaneRay) -> TriangleRay {
-        let rotation = dominant_rotation(ray.dir);
+        let [a, b, c] = dominant_rotation(ray.dir);
+        // Read in place: a copy of the registers on the stack, indexed by the rotation, made
+        // loads that spanned earlier stores (store-forwarding stalls).
+        let rotate = |v: &[f32; 3]| [v[a], v[b], v[c], 0.0];
         TriangleRay {
-            rotation,
-            origin: rotation.map(|a| ray.origin[a]),
-            dir: rotation.map(|a| ray.dir[a]),
+            rotation: [a as u32, b as u32, c as u32, 3],
+            origin: rotate(&ray.origin),
+            dir: rotate(&ray.dir),
         }
     }
 }
@@ -802,39 +808,102 @@ impl TriangleBatch {
             let o = 4 * (w & 15);
             f32::from_le_bytes([node[o], node[o + 1], node[o + 2], node[o + 3]])
         };
-        let tv = TRIANGLE_VERTICES[k & 3];
-        for (i, &v) in tv.iter().enumerate() {
-            for (c, &a) in ray.rotation.iter().enumerate() {
-                self.v[i][c][j] = word(3 * v + a);
+        for (row, &v) in self.rows[j].iter_mut().zip(&TRIANGLE_VERTICES[k & 3]) {
+            for (x, &a) in row.iter_mut().zip(&ray.rotation[..3]) {
+                *x = word(3 * v + a as usize);
             }
         }
-        for c in 0..3 {
-            self.origin[c][j] = ray.origin[c];
-            self.dir[c][j] = ray.dir[c];
+        self.finish_push(node, k, ray);
+    }
+
+    /// [`Self::push_prepared`] with AVX: each vertex is one 16-byte load (its three words and
+    /// the next) and one permute by the ray's rotation (`vpermilps`). The same rows.
+    ///
+    /// # Safety
+    /// Only from code compiled with AVX enabled (it is inlined there, with no
+    /// `target_feature` of its own, so that the permute compiles as AVX in that code).
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    pub unsafe fn push_prepared_avx(&mut self, node: &[u8; 64], k: usize, ray: &TriangleRay) {
+        use core::arch::x86_64::*;
+        let j = self.len;
+        assert!(j < LANES, "the batch is full");
+        let words = node.as_ptr() as *const f32;
+        // SAFETY: AVX is enabled where this is inlined (the caller's promise); vertex v <= 4
+        // spans words 3v..3v + 3 <= 15, inside the 64-byte node; `j < LANES`.
+        unsafe {
+            let control = _mm_loadu_si128(ray.rotation.as_ptr() as *const __m128i);
+            let row = self.rows.as_mut_ptr().add(j) as *mut f32;
+            for (i, &v) in TRIANGLE_VERTICES[k & 3].iter().enumerate() {
+                let vertex = _mm_loadu_ps(words.add(3 * v));
+                _mm_storeu_ps(row.add(4 * i), _mm_permutevar_ps(vertex, control));
+            }
         }
+        self.finish_push(node, k, ray);
+    }
+
+    /// What both pushes share: the ray's rows, the node's word@60 and k, the count.
+    #[inline(always)]
+    fn finish_push(&mut self, node: &[u8; 64], k: usize, ray: &TriangleRay) {
+        let j = self.len;
+        self.rows[j][3] = ray.origin;
+        self.rows[j][4] = ray.dir;
         self.word[j] = u32::from_le_bytes([node[60], node[61], node[62], node[63]]);
         self.k[j] = k as u32;
         self.len = j + 1;
+    }
+
+    /// Row `r` of the gathered lanes as three columns (x, y, z): element j of each is lane j's.
+    #[inline(always)]
+    fn columns(&self, r: usize) -> [f32x4; 3] {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use core::arch::x86_64::*;
+            // SAFETY: SSE is part of x86-64; unaligned 16-byte loads of the four rows.
+            unsafe {
+                // (No array `map` here: in the wave loop it was left out of line.)
+                let a = _mm_loadu_ps(self.rows[0][r].as_ptr());
+                let b = _mm_loadu_ps(self.rows[1][r].as_ptr());
+                let c = _mm_loadu_ps(self.rows[2][r].as_ptr());
+                let d = _mm_loadu_ps(self.rows[3][r].as_ptr());
+                let ab_lo = _mm_unpacklo_ps(a, b);
+                let cd_lo = _mm_unpacklo_ps(c, d);
+                let ab_hi = _mm_unpackhi_ps(a, b);
+                let cd_hi = _mm_unpackhi_ps(c, d);
+                let column = |v: __m128| core::mem::transmute::<__m128, f32x4>(v);
+                [
+                    column(_mm_movelh_ps(ab_lo, cd_lo)),
+                    column(_mm_movehl_ps(cd_lo, ab_lo)),
+                    column(_mm_movelh_ps(ab_hi, cd_hi)),
+                ]
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            [0, 1, 2].map(|c| f32x4::new(self.rows.map(|row| row[r][c])))
+        }
     }
 
     /// Runs the gathered queries at once (`semantics.md` 7.2-7.6): element j of the result
     /// is gathered lane j's four dwords (elements past [`Self::len`] are unspecified).
     #[inline(always)]
     pub fn run(&self, mode: TriangleReturnMode) -> [[u32; 4]; LANES] {
-        // Columns past `len` hold stale values: computed and ignored.
-        let col = |c: &[f32; LANES]| f32x4::new(*c);
-        let [ox, oy, oz] = self.origin.each_ref().map(col);
-        let [dx, dy, dz] = self.dir.each_ref().map(col);
+        // Rows past `len` hold stale values: computed and ignored.
+        let [ox, oy, oz] = self.columns(3);
+        let [dx, dy, dz] = self.columns(4);
+        let [v0x, v0y, v0z] = self.columns(0);
+        let [v1x, v1y, v1z] = self.columns(1);
+        let [v2x, v2y, v2z] = self.columns(2);
         // A = v0 - o, B = v1 - o, C = v2 - o
-        let ax = col(&self.v[0][0]) - ox;
-        let ay = col(&self.v[0][1]) - oy;
-        let az = col(&self.v[0][2]) - oz;
-        let bx = col(&self.v[1][0]) - ox;
-        let by = col(&self.v[1][1]) - oy;
-        let bz = col(&self.v[1][2]) - oz;
-        let cx = col(&self.v[2][0]) - ox;
-        let cy = col(&self.v[2][1]) - oy;
-        let cz = col(&self.v[2][2]) - oz;
+        let ax = v0x - ox;
+        let ay = v0y - oy;
+        let az = v0z - oz;
+        let bx = v1x - ox;
+        let by = v1y - oy;
+        let bz = v1z - oz;
+        let cx = v2x - ox;
+        let cy = v2y - oy;
+        let cz = v2z - oz;
         // Shear without division: A'.x = A.x*d.z - d.x*A.z ; A'.y = A.y*d.z - d.y*A.z (same B, C)
         let ax_s = ax * dz - dx * az;
         let ay_s = ay * dz - dy * az;
@@ -1452,6 +1521,73 @@ mod tests {
             answered > total / 4 && answered < total && unprobed > total / 8,
             "{answered} of {total} ({unprobed} without the probe)"
         );
+    }
+
+    /// The AVX push gathers what the indexed push gathers: the same vertex components, origin
+    /// and direction for every triangle slot and every dominant axis (ties included), so the
+    /// batch returns the same dwords in both modes. Nodes hold random words, zeros and
+    /// repeated values.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn push_prepared_avx_gathers_what_push_prepared_gathers() {
+        if !std::is_x86_feature_detected!("avx") {
+            return;
+        }
+        let mut next = xorshift(0xBB67_AE85_84CA_A73B_u64);
+        let mut value = || {
+            let r = next();
+            match r % 8 {
+                0 => 0.0,
+                1 => 1.0,
+                2 => -1.0,
+                _ => {
+                    f32::from_bits(0x3000_0000 + (r >> 40) as u32 % 0x1800_0000)
+                        * if r & 1 << 20 == 0 { 1.0 } else { -1.0 }
+                }
+            }
+        };
+        let mut axes = [0u32; 3];
+        for case in 0..5_000u32 {
+            let (mut indexed, mut permuted) = (TriangleBatch::default(), TriangleBatch::default());
+            let mut nodes = [[0u8; 64]; LANES];
+            for (j, node) in nodes.iter_mut().enumerate() {
+                for w in 0..16 {
+                    node[4 * w..4 * w + 4].copy_from_slice(&value().to_le_bytes());
+                }
+                let ray = random_ray(&mut value);
+                let prepared = TriangleRay::new(&ray);
+                axes[prepared.rotation[2] as usize] += 1;
+                let k = (case as usize + j) % 4;
+                indexed.push_prepared(node, k, &prepared);
+                // SAFETY: AVX checked above (called from code not compiled for AVX, the
+                // intrinsics are calls: the same results).
+                unsafe { permuted.push_prepared_avx(node, k, &prepared) };
+            }
+            let bits = |b: &TriangleBatch, j: usize, r: usize| b.rows[j][r].map(f32::to_bits);
+            for j in 0..LANES {
+                for r in 0..5 {
+                    // The vertex rows' last element is unused (the AVX push loads the next word).
+                    let n = if r < 3 { 3 } else { 4 };
+                    assert_eq!(
+                        bits(&indexed, j, r)[..n],
+                        bits(&permuted, j, r)[..n],
+                        "{case}"
+                    );
+                }
+                assert_eq!(
+                    (indexed.word[j], indexed.k[j]),
+                    (permuted.word[j], permuted.k[j])
+                );
+            }
+            for mode in [
+                TriangleReturnMode::TriangleId,
+                TriangleReturnMode::Barycentrics,
+            ] {
+                assert_eq!(indexed.run(mode), permuted.run(mode), "case {case}");
+            }
+        }
+        // Every dominant axis occurred.
+        assert!(axes.iter().all(|&n| n > 1000), "{axes:?}");
     }
 
     /// The eight-lane test against `box_query` (sorting on), on seeded random nodes and rays
