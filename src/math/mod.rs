@@ -7,13 +7,24 @@ use glam::Vec3;
 
 /// A ray as an application states it: origin, direction (not necessarily normalized) and the
 /// interval `[tmin, tmax]` in which hits count.
+///
+/// `repr(C)`: eight f32 in the ray file's order, so that vector code may load a ray as one
+/// 32-byte row.
 #[derive(Clone, Copy, Debug, PartialEq)]
+#[repr(C)]
 pub struct Ray {
     pub origin: Vec3,
     pub dir: Vec3,
     pub tmin: f32,
     pub tmax: f32,
 }
+
+const _: () = {
+    assert!(std::mem::size_of::<Ray>() == 32);
+    assert!(std::mem::offset_of!(Ray, dir) == 12);
+    assert!(std::mem::offset_of!(Ray, tmin) == 24);
+    assert!(std::mem::offset_of!(Ray, tmax) == 28);
+};
 
 impl Ray {
     pub fn new(origin: Vec3, dir: Vec3, tmin: f32, tmax: f32) -> Self {

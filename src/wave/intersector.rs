@@ -421,6 +421,40 @@ impl RayColumns {
             self.inv_dir[a][i] = ray.inv_dir[a];
         }
     }
+
+    /// Lane `i`'s origin and inverse direction, as recorded.
+    #[cfg(test)]
+    pub(crate) fn lane(&self, i: usize) -> ([f32; 3], [f32; 3]) {
+        (
+            [self.origin[0][i], self.origin[1][i], self.origin[2][i]],
+            [self.inv_dir[0][i], self.inv_dir[1][i], self.inv_dir[2][i]],
+        )
+    }
+
+    /// Records lanes `first..first + 8` at once: element k of `origin[a]` and `inv_dir[a]`
+    /// is lane `first + k`'s component a.
+    ///
+    /// # Safety
+    /// The CPU must support AVX (and the caller be compiled with it, where this inlines).
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    pub unsafe fn set_eight(
+        &mut self,
+        first: usize,
+        origin: [core::arch::x86_64::__m256; 3],
+        inv_dir: [core::arch::x86_64::__m256; 3],
+    ) {
+        use core::arch::x86_64::*;
+        for a in 0..3 {
+            let o: &mut [f32; 8] = (&mut self.origin[a][first..first + 8]).try_into().unwrap();
+            let r: &mut [f32; 8] = (&mut self.inv_dir[a][first..first + 8]).try_into().unwrap();
+            // SAFETY: unaligned 32-byte stores of eight f32; AVX (the caller's promise).
+            unsafe {
+                _mm256_storeu_ps(o.as_mut_ptr(), origin[a]);
+                _mm256_storeu_ps(r.as_mut_ptr(), inv_dir[a]);
+            }
+        }
+    }
 }
 
 /// The box queries of eight consecutive lanes `first..first + 8` on one node at once, one
@@ -739,14 +773,20 @@ impl TriangleRay {
     /// Prepares `ray`.
     #[inline(always)]
     pub fn new(ray: &LaneRay) -> TriangleRay {
-        let [a, b, c] = dominant_rotation(ray.dir);
+        TriangleRay::rotated(dominant_rotation(ray.dir), &ray.origin, &ray.dir)
+    }
+
+    /// `origin` and `dir` rotated by `rotation` ([`dominant_rotation`] of `dir`).
+    #[inline(always)]
+    pub fn rotated(rotation: [usize; 3], origin: &[f32; 3], dir: &[f32; 3]) -> TriangleRay {
+        let [a, b, c] = rotation;
         // Read in place: a copy of the registers on the stack, indexed by the rotation, made
         // loads that spanned earlier stores (store-forwarding stalls).
         let rotate = |v: &[f32; 3]| [v[a], v[b], v[c], 0.0];
         TriangleRay {
             rotation: [a as u32, b as u32, c as u32, 3],
-            origin: rotate(&ray.origin),
-            dir: rotate(&ray.dir),
+            origin: rotate(origin),
+            dir: rotate(dir),
         }
     }
 }
@@ -762,9 +802,11 @@ pub fn dominant_rotation(dir: [f32; 3]) -> [usize; 3] {
     let not_x = (mag[0] != max_mag) as usize;
     let not_y = (mag[1] != max_mag) as usize;
     let axis = not_x * (1 + not_y);
-    const ROTATIONS: [[usize; 3]; 3] = [[1, 2, 0], [2, 0, 1], [0, 1, 2]];
     ROTATIONS[axis]
 }
+
+/// [`dominant_rotation`] of a ray whose dominant axis is `axis` (0, 1 or 2).
+pub const ROTATIONS: [[usize; 3]; 3] = [[1, 2, 0], [2, 0, 1], [0, 1, 2]];
 
 impl TriangleBatch {
     /// Gathered lanes.
