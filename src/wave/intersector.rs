@@ -423,7 +423,7 @@ impl RayColumns {
     }
 
     /// Lane `i`'s origin and inverse direction, as recorded.
-    #[cfg(test)]
+    #[cfg(all(test, target_arch = "x86_64"))]
     pub(crate) fn lane(&self, i: usize) -> ([f32; 3], [f32; 3]) {
         (
             [self.origin[0][i], self.origin[1][i], self.origin[2][i]],
