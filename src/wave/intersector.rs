@@ -755,6 +755,19 @@ pub struct TriangleBatch {
     len: usize,
 }
 
+// The 16 bytes `TriangleBatch::push_prepared_avx` loads at each vertex stay inside the node.
+const _: () = {
+    let mut k = 0;
+    while k < 4 {
+        let mut i = 0;
+        while i < 3 {
+            assert!(4 * (3 * TRIANGLE_VERTICES[k][i] + 4) <= 64);
+            i += 1;
+        }
+        k += 1;
+    }
+};
+
 /// A lane's ray prepared for triangle tests (`semantics.md` 7.2 step 1): the dominant-axis
 /// rotation and the rotated origin and direction. A traversal never changes a lane's origin
 /// or direction (only its extent), so a lane prepares this once per ray.
@@ -872,7 +885,8 @@ impl TriangleBatch {
         assert!(j < LANES, "the batch is full");
         let words = node.as_ptr() as *const f32;
         // SAFETY: AVX is enabled where this is inlined (the caller's promise); vertex v <= 4
-        // spans words 3v..3v + 3 <= 15, inside the 64-byte node; `j < LANES`.
+        // (asserted at compile time below) spans words 3v..3v + 3 <= 15, inside the 64-byte
+        // node; `j < LANES`.
         unsafe {
             let control = _mm_loadu_si128(ray.rotation.as_ptr() as *const __m128i);
             let row = self.rows.as_mut_ptr().add(j) as *mut f32;
