@@ -1021,13 +1021,7 @@ mod tests {
             f32::NEG_INFINITY,
             f32::from_bits(1),
         ];
-        let mut state = 0x3C6E_F372_FE94_F82B_u64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut next = crate::wave::intersector::tests::xorshift(0x3C6E_F372_FE94_F82B_u64);
         let (mut eight, mut fallback) = (0u32, 0u32);
         let mut got = Wave::<64, LaneState<StackLane>>::new(0);
         let mut want = Wave::<64, LaneState<StackLane>>::new(0);
@@ -1039,7 +1033,7 @@ mod tests {
                 let mut v = [0f32; 8];
                 for (f, x) in v.iter_mut().enumerate() {
                     let r = next();
-                    *x = if r % 200 == 0 {
+                    *x = if r.is_multiple_of(200) {
                         specials[(r >> 8) as usize % specials.len()]
                     } else {
                         let unit = (r >> 40) as f32 / (1u64 << 24) as f32;
@@ -1050,7 +1044,7 @@ mod tests {
                         }
                     };
                 }
-                if next() % 8 == 0 {
+                if next().is_multiple_of(8) {
                     // Tied magnitudes: the dominant axis is decided by the tie rule.
                     v[4] = -v[3];
                 }

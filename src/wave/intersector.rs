@@ -1381,11 +1381,11 @@ impl BvhMemory<'_> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// Seeded xorshift64 generator for the tests below.
-    fn xorshift(mut state: u64) -> impl FnMut() -> u64 {
+    pub(crate) fn xorshift(mut state: u64) -> impl FnMut() -> u64 {
         move || {
             state ^= state << 13;
             state ^= state >> 7;
