@@ -85,6 +85,33 @@ fn rays(rng: &mut Rng, n: usize) -> Vec<Ray> {
         .collect()
 }
 
+/// Rays that lanes of a wave share steps with: a pinhole camera's rays in pixel order (eight
+/// neighbours per block of eight lanes, a fifth of them with a short extent), then blocks of
+/// one ray eight times, aimed into the soup. The AVX2 loop keeps one lane's stack for a
+/// block of eight while its lanes take the same steps (`Traversal::SHARES_LANES`): these
+/// take it through box and triangle steps, parting and finishing together.
+fn coherent_rays(rng: &mut Rng, blocks: usize) -> Vec<Ray> {
+    let eye = Vec3::new(0.37, 0.21, 30.0);
+    let mut out = Vec::new();
+    for py in 0..48 {
+        for px in 0..64 {
+            let at = Vec3::new(
+                -12.0 + 24.0 * (px as f32 + 0.5) / 64.0,
+                -12.0 + 24.0 * (py as f32 + 0.5) / 48.0,
+                0.0,
+            );
+            let tmax = if py % 5 == 4 { 0.8 } else { 1e30 };
+            out.push(Ray::new(eye, at - eye, 0.0, tmax));
+        }
+    }
+    for _ in 0..blocks {
+        let o = rng.vec3(-15.0, 15.0);
+        let d = rng.vec3(-6.0, 6.0) - o;
+        out.extend(std::iter::repeat_n(Ray::new(o, d, 0.0, 1e30), 8));
+    }
+    out
+}
+
 fn assert_same(tracer: &WaveTracer, image: &wavetrace::bvh::BvhImage, mesh: &Mesh, rays: &[Ray]) {
     let mut hits = vec![Hit::MISS; rays.len()];
     let mut counters = Counters::default();
@@ -114,7 +141,8 @@ fn assert_same(tracer: &WaveTracer, image: &wavetrace::bvh::BvhImage, mesh: &Mes
 fn wave_tracer_matches_the_scalar_traversal() {
     let mut rng = Rng(0xE0_0001);
     let mesh = mesh(&mut rng);
-    let rays = rays(&mut rng, 12_000);
+    let mut rays = rays(&mut rng, 12_000);
+    rays.extend(coherent_rays(&mut rng, 128));
     let options = [
         BuildOptions::default(),
         BuildOptions {
@@ -162,8 +190,17 @@ fn wave_tracer_matches_the_scalar_traversal() {
                         ..Default::default()
                     },
                 );
-                let n = if k == 0 { rays.len() } else { 4000 };
-                assert_same(&tracer, &built.image, &mesh, &rays[..n]);
+                if k == 0 {
+                    assert_same(&tracer, &built.image, &mesh, &rays);
+                } else {
+                    // 4000 of the random rays, and the coherent ones.
+                    let some: Vec<Ray> = rays[..4000]
+                        .iter()
+                        .chain(&rays[12_000..])
+                        .copied()
+                        .collect();
+                    assert_same(&tracer, &built.image, &mesh, &some);
+                }
             }
         }
     }
@@ -179,7 +216,8 @@ fn wave_tracer_matches_the_scalar_traversal() {
 fn every_build_and_schedule_gives_the_same_hits_and_counters() {
     let mut rng = Rng(0xE0_0004);
     let mesh = mesh(&mut rng);
-    let rays = rays(&mut rng, 20_000);
+    let mut rays = rays(&mut rng, 20_000);
+    rays.extend(coherent_rays(&mut rng, 128));
     let mut images: Vec<(&str, wavetrace::bvh::BvhImage)> = Vec::new();
     for (name, opts) in [
         ("default", BuildOptions::default()),

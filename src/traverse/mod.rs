@@ -101,6 +101,16 @@ pub trait Traversal: Sync {
 
     /// Current stack depth (entries), for `trav.max_stack_depth`.
     fn stack_depth(&self, lane: &Self::Lane) -> usize;
+
+    /// Whether a block of eight lanes that take the same steps may keep one lane's state for
+    /// all eight. The AVX2 wave loop then does the first lane's stack work alone for the
+    /// block while its lanes ask for the same nodes and get the same children (camera rays,
+    /// near the root), and gives the other seven the state ([`Traversal::copy_lane`]) when
+    /// they part.
+    const SHARES_LANES: bool = false;
+
+    /// Makes `to` the state `from` has (called only when [`Traversal::SHARES_LANES`]).
+    fn copy_lane(&self, _from: &Self::Lane, _to: &mut Self::Lane) {}
 }
 
 /// Closest hit or any hit.
@@ -301,6 +311,11 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
         // The lanes' origins and inverse directions as columns, for `box_query_eight`.
         #[cfg(target_arch = "x86_64")]
         let mut columns = RayColumns::default();
+        let sort = intersector.descriptor.box_sort_enable;
+        // Blocks of eight lanes that have taken the same steps from the root: only the
+        // block's first lane's traversal state is kept (`Traversal::SHARES_LANES`).
+        #[cfg(target_arch = "x86_64")]
+        let mut shared = 0u64;
         let mut i = 0;
         while i < H {
             // Eight lanes started at once, when all eight take the common path.
@@ -314,6 +329,9 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
                     };
                     if let Some(finite) = started {
                         finite_slopes |= (finite as u64) << i;
+                        if T::SHARES_LANES && sort {
+                            shared |= 0xff << i;
+                        }
                         i += 8;
                         continue;
                     }
@@ -354,7 +372,6 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
         }
 
         let mode = intersector.descriptor.triangle_return_mode;
-        let sort = intersector.descriptor.box_sort_enable;
         let grow = intersector.grow();
         let mut max_depth = 0usize;
         // Triangle lanes gathered for the SIMD test, and who they are.
@@ -378,6 +395,9 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
             // made each box lane wait for the previous one's store.
             let mut box_sums = 0u64;
             let mut exec = wave.exec;
+            // Only the AVX2 build shares blocks (their box steps are `box_query_eight`'s).
+            #[cfg_attr(not(target_arch = "x86_64"), allow(unused_mut))]
+            let mut sharing = SharedPops::default();
             // First step only: rejected lanes take the general path, which retires them.
             while rejected != 0 {
                 let i = rejected.trailing_zeros() as usize;
@@ -414,12 +434,15 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
             #[cfg(target_arch = "x86_64")]
             if AVX2 && sort {
                 let candidates = box_lanes & finite_slopes;
+                // Shared blocks not consumed as one in this step.
+                let mut parting = shared;
                 for first in (0..H).step_by(8) {
                     if (candidates >> first) & 0xff != 0xff {
                         continue;
                     }
+                    let block_shared = (shared >> first) & 1 == 1;
                     // SAFETY: AVX2 is set only where the CPU has AVX2 (see above).
-                    if !unsafe { eight_lanes_at_one_node(&wave.node, first) } {
+                    if !block_shared && !unsafe { eight_lanes_at_one_node(&wave.node, first) } {
                         continue;
                     }
                     let Some(b) = intersector.cached_box_of_box_pointer(wave.node[first]) else {
@@ -431,15 +454,64 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
                     // SAFETY: AVX2 (see above), and this is its build of the loop; the node is
                     // ordered, the eight lanes have finite slopes (`candidates`), and
                     // `columns` has their registers (set when they started).
-                    unsafe {
+                    let uniform = unsafe {
                         box_query_eight(b, &wave.ray, &columns, first, grow, &mut box_results)
                     };
                     // Eight box queries and eight times the useful slots, all in one wave (a
                     // block of eight never straddles two).
                     let useful = b.useful_slots() as u64;
                     box_sums += (8 | (8 * useful) << 32) << (16 * wave_of(first));
-                    tested |= 0xff << first;
                     box_lanes &= !(0xff << first);
+                    if block_shared && uniform {
+                        // The same children for all eight: one lane's stack work for all.
+                        parting &= !(0xff << first);
+                        let (children, valid) = box_results[first];
+                        let node = wave.node[first];
+                        let lane = &mut wave.state[first];
+                        // SAFETY: AVX2 (so AVX) is set only where the CPU has AVX2 (see above).
+                        let next = unsafe {
+                            traversal.after_box_masked_avx(&mut lane.trav, node, children, valid)
+                        };
+                        max_depth = max_depth.max(traversal.stack_depth(&lane.trav));
+                        match next {
+                            Some(p) => {
+                                intersector.prefetch(p);
+                                wave.node[first..first + 8].fill(p);
+                            }
+                            None => {
+                                shared &= !(0xff << first);
+                                for k in first..first + 8 {
+                                    retire(wave, k, LaneStatus::Finished, steps);
+                                }
+                            }
+                        }
+                        continue;
+                    }
+                    tested |= 0xff << first;
+                }
+                // A shared block at one triangle node stays shared: each lane tests the
+                // triangle with its own ray, and all pop the same node (the stack does not
+                // depend on the test), so the pop is done here, once. A lane whose any-hit
+                // query accepts the hit finishes instead; the block parts in the next step.
+                // Any other shared block goes on apart: its lanes get the block's state.
+                while parting != 0 {
+                    let first = parting.trailing_zeros() as usize;
+                    parting &= !(0xff << first);
+                    let node = wave.node[first];
+                    if (exec >> first) & 0xff == 0xff
+                        && node & 4 == 0
+                        && intersector.mapped_triangle(node).is_some()
+                    {
+                        let trav = &mut wave.state[first].trav;
+                        sharing.next[first / 8] = traversal.after_leaf(trav, node);
+                        sharing.lanes |= 0xff << first;
+                        continue;
+                    }
+                    shared &= !(0xff << first);
+                    let (head, rest) = wave.state.split_at_mut(first + 1);
+                    for lane in &mut rest[..7] {
+                        traversal.copy_lane(&head[first].trav, &mut lane.trav);
+                    }
                 }
             }
             while box_lanes != 0 {
@@ -514,7 +586,14 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
                     batch.tests.push_prepared(bytes, k, tri_ray);
                     batched |= 1 << i;
                     if batch.tests.is_full() {
-                        self.flush(wave, &mut batch, mode, (&mut max_depth, steps), counters);
+                        self.flush(
+                            wave,
+                            &mut batch,
+                            mode,
+                            (&mut max_depth, steps),
+                            &sharing,
+                            counters,
+                        );
                     }
                     continue;
                 }
@@ -538,6 +617,7 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
                         (i, node),
                         dwords,
                         (&mut max_depth, steps),
+                        &SharedPops::default(),
                         counters,
                     ),
                     _ => {
@@ -551,7 +631,14 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
                 }
             }
             if !batch.tests.is_empty() {
-                self.flush(wave, &mut batch, mode, (&mut max_depth, steps), counters);
+                self.flush(
+                    wave,
+                    &mut batch,
+                    mode,
+                    (&mut max_depth, steps),
+                    &sharing,
+                    counters,
+                );
             }
             for (k, cost) in cost.iter_mut().enumerate() {
                 cost.triangle_tests += (batched & wave_mask[k]).count_ones();
@@ -883,6 +970,7 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
         batch: &mut Gathered,
         mode: TriangleReturnMode,
         (max_depth, steps): (&mut usize, u32),
+        sharing: &SharedPops,
         counters: &mut Counters,
     ) {
         let dwords = batch.tests.run(mode);
@@ -892,6 +980,7 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
                 (i, node),
                 dwords[j],
                 (&mut *max_depth, steps),
+                sharing,
                 counters,
             );
         }
@@ -907,6 +996,7 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
         (i, node): (usize, u32),
         dwords: [u32; 4],
         (max_depth, steps): (&mut usize, u32),
+        sharing: &SharedPops,
         counters: &mut Counters,
     ) {
         let lane = &mut wave.state[i];
@@ -922,12 +1012,22 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
         }
         let next = if done {
             None
+        } else if (sharing.lanes >> i) & 1 == 1 {
+            sharing.next[i / 8]
         } else {
             self.traversal.after_leaf(&mut lane.trav, node)
         };
         *max_depth = (*max_depth).max(self.traversal.stack_depth(&lane.trav));
         go_on(wave, self.intersector, i, next, steps);
     }
+}
+
+/// The lanes of shared blocks at a triangle node in this step (bit i: lane i), and the node
+/// each block pops (`next[first / 8]`), done once for the block before the test.
+#[derive(Default)]
+struct SharedPops {
+    lanes: u64,
+    next: [Option<u32>; 8],
 }
 
 /// Lane `i` asks for `next`, or finishes (having issued `steps` steps).

@@ -270,6 +270,17 @@ impl Traversal for FullStack {
     fn stack_depth(&self, lane: &StackLane) -> usize {
         lane.len()
     }
+
+    const SHARES_LANES: bool = true;
+
+    #[inline]
+    fn copy_lane(&self, from: &StackLane, to: &mut StackLane) {
+        if to.buf.len() < from.buf.len() {
+            to.buf.resize(from.buf.len(), 0);
+        }
+        to.buf[FLOOR..from.top].copy_from_slice(&from.buf[FLOOR..from.top]);
+        to.top = from.top;
+    }
 }
 
 #[cfg(test)]
@@ -381,6 +392,35 @@ mod tests {
             if got.is_none() {
                 t.begin(&mut lane, 0);
             }
+        }
+    }
+
+    /// A copied lane pops what the lane it was copied from pops, for stacks of every depth
+    /// up to past the initial buffer (and into a lane with a smaller buffer), whatever the
+    /// copy held before.
+    #[test]
+    fn a_copied_lane_pops_what_its_source_pops() {
+        let t = FullStack;
+        for depth in 0..150u32 {
+            let mut from = StackLane::default();
+            t.begin(&mut from, 1);
+            for d in 0..depth {
+                assert_eq!(t.after_box(&mut from, 1, [7, 1000 + d, I, I]), Some(7));
+            }
+            // A stale lane: deeper or shallower than `from`, with other entries.
+            let mut to = StackLane::default();
+            t.begin(&mut to, 1);
+            for d in 0..(depth * 7) % 90 {
+                t.after_box(&mut to, 1, [7, 5000 + d, I, I]);
+            }
+            t.copy_lane(&from, &mut to);
+            assert_eq!(t.stack_depth(&to), depth as usize);
+            for d in (0..depth).rev() {
+                assert_eq!(t.after_leaf(&mut to, 0), Some(1000 + d), "depth {depth}");
+            }
+            assert_eq!(t.after_leaf(&mut to, 0), None, "depth {depth}");
+            // `from` is untouched.
+            assert_eq!(t.stack_depth(&from), depth as usize);
         }
     }
 

@@ -461,7 +461,9 @@ impl RayColumns {
 /// lane per 32-bit element of AVX2 vectors, the node's planes broadcast: the same f32
 /// operations as [`box_query_pair`] and [`box_query`] in the same order (one rounding each),
 /// so each lane's result is [`box_query`]'s with sorting on. Writes lane `first + k`'s
-/// sorted children and valid mask to `out[first + k]`.
+/// sorted children and valid mask to `out[first + k]`, and returns whether all eight got
+/// the same children (hence the same mask): the wave loop then consumes one result for the
+/// eight lanes of a shared block (see `traverse::Traversal::SHARES_LANES`).
 ///
 /// Why: camera rays of one wave ask for the same node in the same step. On the shared
 /// scenes' camera rays, 55-85 % of box lanes are in groups of at least eight with one node.
@@ -487,7 +489,7 @@ pub unsafe fn box_query_eight(
     first: usize,
     grow: f32,
     out: &mut [([u32; 4], u32)],
-) {
+) -> bool {
     use core::arch::x86_64::*;
     debug_assert!(node.ordered == 1);
     let rays = &rays[first..first + 8];
@@ -614,6 +616,21 @@ pub unsafe fn box_query_eight(
             masks.as_mut_ptr() as *mut __m256i,
             _mm256_sub_epi32(_mm256_sllv_epi32(one, n), one),
         );
+        // All eight lanes got the same children (so the same mask) when each sorted slot
+        // equals its lane 0.
+        macro_rules! same {
+            ($c:expr) => {
+                _mm256_cmpeq_epi32(
+                    p[$c],
+                    _mm256_broadcastd_epi32(_mm256_castsi256_si128(p[$c])),
+                )
+            };
+        }
+        let eq = _mm256_and_si256(
+            _mm256_and_si256(same!(0), same!(1)),
+            _mm256_and_si256(same!(2), same!(3)),
+        );
+        let uniform = _mm256_movemask_epi8(eq) == -1;
         // Transpose: row j holds lane j's children (low half) and lane j + 4's (high half).
         let t0 = _mm256_unpacklo_epi32(p[0], p[1]);
         let t1 = _mm256_unpackhi_epi32(p[0], p[1]);
@@ -638,6 +655,7 @@ pub unsafe fn box_query_eight(
         for (slot, mask) in out.iter_mut().zip(masks) {
             slot.1 = mask;
         }
+        uniform
     }
 }
 
@@ -1648,7 +1666,10 @@ pub(crate) mod tests {
 
     /// The eight-lane test against `box_query` (sorting on), on seeded random nodes and rays
     /// (ties, zeros and infinities among the products), where the loop uses it: ordered
-    /// nodes, finite slopes. The eight lanes sit at every block of a 64-lane wave.
+    /// nodes, finite slopes. The eight lanes sit at every block of a 64-lane wave. Its
+    /// verdict that all eight got the same children is checked against the eight results,
+    /// on groups of eight different rays, of one ray eight times, and of one ray seven
+    /// times with another.
     #[cfg(target_arch = "x86_64")]
     #[test]
     fn box_query_eight_matches_box_query() {
@@ -1657,7 +1678,7 @@ pub(crate) mod tests {
         }
         let slopes_ok = |r: &LaneRay| r.inv_dir.iter().all(|x| x.is_finite() && *x != 0.0);
         let mut next = xorshift(0x6A09_E667_F3BC_C908_u64);
-        let (mut groups, mut counts) = (0u32, [0u32; 5]);
+        let (mut groups, mut counts, mut uniform_groups) = (0u32, [0u32; 5], [0u32; 2]);
         let mut rays = vec![random_box_lanes(&mut next, 1)[0].1; RayColumns::LANES];
         let mut columns = RayColumns::default();
         for case in 0..20_000u32 {
@@ -1668,22 +1689,34 @@ pub(crate) mod tests {
                 continue;
             }
             let first = 8 * (case as usize % 8);
+            // Eight rays; one ray eight times; one ray, and another in one lane.
+            let odd = (case as usize / 3) % 8;
+            let source = |k: usize| match case % 3 {
+                0 => k,
+                1 => 0,
+                _ => (k == odd) as usize,
+            };
             for k in 0..8 {
-                rays[first + k] = usable[k];
-                columns.set(first + k, &usable[k]);
+                rays[first + k] = usable[source(k)];
+                columns.set(first + k, &usable[source(k)]);
             }
             let grow = if case % 2 == 0 { 1.0 } else { grow_factor(3) };
             let mut out = vec![([0u32; 4], 0u32); RayColumns::LANES];
             // SAFETY: AVX2 checked above; the node is ordered, the eight lanes have finite
             // slopes, and `columns` holds their registers. (Called from code not compiled
             // for AVX2, its intrinsics are calls: slower, the same results.)
-            unsafe { box_query_eight(node, &rays, &columns, first, grow, &mut out) };
+            let uniform = unsafe { box_query_eight(node, &rays, &columns, first, grow, &mut out) };
+            let mut expected = Vec::new();
             for k in 0..8 {
                 let mut expect = [0u32; 4];
-                let mask = box_query(node, &usable[k], grow, true, &mut expect);
+                let mask = box_query(node, &usable[source(k)], grow, true, &mut expect);
                 assert_eq!(out[first + k], (expect, mask), "case {case} lane {k}");
                 counts[mask.count_ones() as usize] += 1;
+                expected.push((expect, mask));
             }
+            let same = expected.iter().all(|e| *e == expected[0]);
+            assert_eq!(uniform, same, "case {case}");
+            uniform_groups[same as usize] += 1;
             // Only the eight lanes were written.
             let untouched = out
                 .iter()
@@ -1695,10 +1728,14 @@ pub(crate) mod tests {
             );
             groups += 1;
         }
-        // Many groups ran, with every number of children.
+        // Many groups ran, with every number of children, and both verdicts.
         assert!(
             groups > 2_000 && counts.iter().all(|&c| c > 20),
             "{groups} {counts:?}"
+        );
+        assert!(
+            uniform_groups.iter().all(|&n| n > 500),
+            "{uniform_groups:?}"
         );
     }
 
