@@ -395,9 +395,7 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
             // made each box lane wait for the previous one's store.
             let mut box_sums = 0u64;
             let mut exec = wave.exec;
-            // Only the AVX2 build shares blocks (their box steps are `box_query_eight`'s).
-            #[cfg_attr(not(target_arch = "x86_64"), allow(unused_mut))]
-            let mut sharing = SharedPops::default();
+            batch.shared = SharedPops::default();
             // First step only: rejected lanes take the general path, which retires them.
             while rejected != 0 {
                 let i = rejected.trailing_zeros() as usize;
@@ -503,8 +501,8 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
                         && intersector.mapped_triangle(node).is_some()
                     {
                         let trav = &mut wave.state[first].trav;
-                        sharing.next[first / 8] = traversal.after_leaf(trav, node);
-                        sharing.lanes |= 0xff << first;
+                        batch.shared.next[first / 8] = traversal.after_leaf(trav, node);
+                        batch.shared.lanes |= 0xff << first;
                         continue;
                     }
                     shared &= !(0xff << first);
@@ -586,14 +584,7 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
                     batch.tests.push_prepared(bytes, k, tri_ray);
                     batched |= 1 << i;
                     if batch.tests.is_full() {
-                        self.flush(
-                            wave,
-                            &mut batch,
-                            mode,
-                            (&mut max_depth, steps),
-                            &sharing,
-                            counters,
-                        );
+                        self.flush(wave, &mut batch, mode, (&mut max_depth, steps), counters);
                     }
                     continue;
                 }
@@ -631,14 +622,7 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
                 }
             }
             if !batch.tests.is_empty() {
-                self.flush(
-                    wave,
-                    &mut batch,
-                    mode,
-                    (&mut max_depth, steps),
-                    &sharing,
-                    counters,
-                );
+                self.flush(wave, &mut batch, mode, (&mut max_depth, steps), counters);
             }
             for (k, cost) in cost.iter_mut().enumerate() {
                 cost.triangle_tests += (batched & wave_mask[k]).count_ones();
@@ -709,11 +693,13 @@ unsafe fn eight_lanes_at_one_node(nodes: &[u32], first: usize) -> bool {
     _mm256_movemask_ps(_mm256_castsi256_ps(equal)) == 0xff
 }
 
-/// Triangle tests gathered across lanes, with each one's lane and node pointer.
+/// Triangle tests gathered across lanes, with each one's lane and node pointer, and the
+/// lanes of this step whose pop was done for their shared block.
 #[derive(Default)]
 struct Gathered {
     tests: TriangleBatch,
     lanes: [(usize, u32); LANES],
+    shared: SharedPops,
 }
 
 /// Sets lane `i` up for `ray`, or leaves it off if `!(tmin <= tmax)` (a NaN `tmax` is left
@@ -970,7 +956,6 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
         batch: &mut Gathered,
         mode: TriangleReturnMode,
         (max_depth, steps): (&mut usize, u32),
-        sharing: &SharedPops,
         counters: &mut Counters,
     ) {
         let dwords = batch.tests.run(mode);
@@ -980,7 +965,7 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
                 (i, node),
                 dwords[j],
                 (&mut *max_depth, steps),
-                sharing,
+                &batch.shared,
                 counters,
             );
         }
