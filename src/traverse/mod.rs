@@ -109,8 +109,12 @@ pub trait Traversal: Sync {
     /// they part.
     const SHARES_LANES: bool = false;
 
-    /// Makes `to` the state `from` has (called only when [`Traversal::SHARES_LANES`]).
-    fn copy_lane(&self, _from: &Self::Lane, _to: &mut Self::Lane) {}
+    /// Makes `to` the state `from` has. Called only when [`Traversal::SHARES_LANES`], so a
+    /// strategy that shares lanes must give it; the default is never reached (a silent
+    /// no-op would leave the parted lanes with stale stacks).
+    fn copy_lane(&self, _from: &Self::Lane, _to: &mut Self::Lane) {
+        unreachable!("copy_lane is called only for strategies with SHARES_LANES")
+    }
 }
 
 /// Closest hit or any hit.
