@@ -1362,6 +1362,29 @@ pub fn prefetch_lines(p: *const u8, lines: usize) {
     let _ = (p, lines);
 }
 
+/// Prefetches the two 64-byte lines at byte `offset` from `base` (a hint; no-op off x86-64).
+///
+/// Written as two `prefetcht0` with the base and offset registers and a displacement: LLVM
+/// computes the second line's address with two extra additions (this is run once a lane
+/// step).
+#[inline(always)]
+pub fn prefetch_two_lines(base: *const u8, offset: usize) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: prefetching is a hint and never faults, whatever the address; the instructions
+    // write no register, memory or flag.
+    unsafe {
+        core::arch::asm!(
+            "prefetcht0 [{b} + {o}]",
+            "prefetcht0 [{b} + {o} + 64]",
+            b = in(reg) base,
+            o = in(reg) offset,
+            options(nostack, preserves_flags, readonly)
+        );
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (base, offset);
+}
+
 /// The descriptor's bounds check (`semantics.md` 3.3): out of range iff node_addr > size, or
 /// for a box32 node node_addr + 1 > size.
 #[inline]

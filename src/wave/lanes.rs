@@ -2,8 +2,8 @@
 //! the wave instruction that runs `image_bvh_intersect_ray` for every active lane.
 
 use super::intersector::{
-    box_query, grow_factor, out_of_bounds, prefetch_lines, BvhMemory, CacheEntry, DecodedBox,
-    LaneRay, NodeCache, TriangleBatch, BOX_MISS, LANES,
+    box_query, grow_factor, out_of_bounds, prefetch_lines, prefetch_two_lines, BvhMemory,
+    CacheEntry, DecodedBox, LaneRay, NodeCache, TriangleBatch, BOX_MISS, LANES,
 };
 use crate::hw::descriptor::BvhDescriptor;
 use crate::hw::instruction::{miss_encoding, InactiveReason, LaneOutcome};
@@ -339,8 +339,10 @@ impl<'a> WaveIntersector<'a> {
             // A box's decode or a triangle's copy: the same two lines whatever the type, so
             // no branch on it (box or triangle is data the CPU mispredicts). A pointer past
             // the cache gives an address past its end, which is only prefetched.
-            let entry = self.fast.boxes.as_ptr().wrapping_add(block);
-            prefetch_lines(entry as *const u8, 2);
+            prefetch_two_lines(
+                self.fast.boxes.as_ptr() as *const u8,
+                block * size_of::<CacheEntry>(),
+            );
             return;
         }
         // No direct cache lookup here: a triangle's image bytes, else the general address.
