@@ -869,16 +869,12 @@ unsafe fn start_eight_lanes_avx2<const W: usize, T: Traversal>(
         }
         columns.set_eight(first, origin, inv_dir);
     }
-    // A fourth rotation for the index mask (never taken: axes are 0..=2).
-    use crate::wave::intersector::ROTATIONS;
-    let rotations = [ROTATIONS[0], ROTATIONS[1], ROTATIONS[2], ROTATIONS[2]];
     for (k, ray) in rays.iter().enumerate() {
         let i = first + k;
         let node = traversal.begin(&mut wave.state[i].trav, root);
-        let rotation = rotations[(axes[k] & 3) as usize];
         // Rotated from the ray as given (not from the registers stored just below).
-        wave.state[i].triangle_ray =
-            TriangleRay::rotated(rotation, ray.origin.as_ref(), ray.dir.as_ref());
+        // SAFETY: AVX2 (so AVX), the caller's promise.
+        unsafe { TriangleRay::rotated_avx(axes[k], ray, &mut wave.state[i].triangle_ray) };
         wave.state[i].hit = LaneHit {
             tmin: ray.tmin,
             best_t: ray.tmax,

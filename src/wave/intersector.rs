@@ -822,6 +822,46 @@ impl TriangleRay {
     }
 }
 
+impl TriangleRay {
+    /// [`TriangleRay::rotated`] for `ray` with dominant axis `axis` (0..=2, [`ROTATIONS`]),
+    /// in vector registers: each rotation is one permute of the ray's 16 bytes from the
+    /// origin and from the direction, the last element zeroed.
+    ///
+    /// # Safety
+    /// The CPU must support AVX (the caller compiled with it, where this inlines).
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    pub unsafe fn rotated_avx(axis: u32, ray: &crate::math::Ray, out: &mut TriangleRay) {
+        use core::arch::x86_64::*;
+        const fn control(r: [usize; 3]) -> [u32; 4] {
+            [r[0] as u32, r[1] as u32, r[2] as u32, 3]
+        }
+        // A fourth entry for the index mask (never taken: axes are 0..=2).
+        static CONTROLS: [[u32; 4]; 4] = [
+            control(ROTATIONS[0]),
+            control(ROTATIONS[1]),
+            control(ROTATIONS[2]),
+            control(ROTATIONS[2]),
+        ];
+        let control = &CONTROLS[(axis & 3) as usize];
+        let at = ray as *const crate::math::Ray as *const f32;
+        // SAFETY: AVX (the caller's promise); 16-byte loads inside the 32-byte `repr(C)`
+        // `Ray` (origin at float 0, direction at float 3), stores to `[_; 4]` fields.
+        unsafe {
+            let index = _mm_loadu_si128(control.as_ptr() as *const __m128i);
+            let zero = _mm_setzero_ps();
+            let origin = _mm_permutevar_ps(_mm_loadu_ps(at), index);
+            let dir = _mm_permutevar_ps(_mm_loadu_ps(at.add(3)), index);
+            _mm_storeu_si128(out.rotation.as_mut_ptr() as *mut __m128i, index);
+            _mm_storeu_ps(
+                out.origin.as_mut_ptr(),
+                _mm_blend_ps::<0b1000>(origin, zero),
+            );
+            _mm_storeu_ps(out.dir.as_mut_ptr(), _mm_blend_ps::<0b1000>(dir, zero));
+        }
+    }
+}
+
 /// The dominant-axis rotation: x dominant -> (y,z,x), y dominant -> (z,x,y), else identity,
 /// ties resolved x first, then y. Returns the index permutation.
 #[inline(always)]
