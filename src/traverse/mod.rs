@@ -41,7 +41,9 @@ use crate::hw::pointer::{NodePointer, NodeType};
 use crate::math::{Hit, Ray};
 use crate::wave::intersector::{box_query, LaneRay, TriangleBatch, TriangleRay, INVALID, LANES};
 #[cfg(target_arch = "x86_64")]
-use crate::wave::intersector::{box_query_eight, box_query_pair, RayColumns};
+use crate::wave::intersector::{
+    box_query_eight, box_query_eight_nodes, box_query_pair, DecodedBox, RayColumns,
+};
 use crate::wave::lanes::ray_is_active;
 use crate::wave::{td, InstructionCost, LaneStatus, Wave, WaveIntersector};
 use wide::u32x4;
@@ -415,6 +417,14 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
             }
             // Box lanes first, then the rest: grouping lanes by node type keeps the branches
             // predictable (lanes are independent, so the order does not change any result).
+            #[cfg(target_arch = "x86_64")]
+            let boxes = if AVX2 {
+                // SAFETY: AVX2 is set only where the CPU has AVX2 (see above).
+                unsafe { box_pointer_mask_avx2(&wave.node) }
+            } else {
+                box_pointer_mask(&wave.node)
+            };
+            #[cfg(not(target_arch = "x86_64"))]
             let boxes = box_pointer_mask(&wave.node);
             let mut box_lanes = exec & boxes;
             exec &= !boxes;
@@ -438,13 +448,36 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
                 let candidates = box_lanes & finite_slopes;
                 // Shared blocks not consumed as one in this step.
                 let mut parting = shared;
-                for first in (0..H).step_by(8) {
-                    if (candidates >> first) & 0xff != 0xff {
-                        continue;
-                    }
+                let mut blocks = full_blocks(candidates);
+                while blocks != 0 {
+                    let first = blocks.trailing_zeros() as usize;
+                    blocks &= blocks - 1;
                     let block_shared = (shared >> first) & 1 == 1;
                     // SAFETY: AVX2 is set only where the CPU has AVX2 (see above).
                     if !block_shared && !unsafe { eight_lanes_at_one_node(&wave.node, first) } {
+                        // Eight box lanes at different nodes: tested as one when every node
+                        // is cached and ordered (else in pairs, below).
+                        let Some((nodes, useful)) =
+                            eight_ordered_boxes(intersector, &wave.node, first)
+                        else {
+                            continue;
+                        };
+                        // SAFETY: AVX2 (see above), and this is its build of the loop; the
+                        // nodes are ordered, the eight lanes have finite slopes (`candidates`),
+                        // and `columns` has their registers (set when they started).
+                        unsafe {
+                            box_query_eight_nodes(
+                                &nodes,
+                                &wave.ray,
+                                &columns,
+                                first,
+                                grow,
+                                &mut box_results,
+                            )
+                        };
+                        box_sums += (8 | (useful as u64) << 32) << (16 * wave_of(first));
+                        box_lanes &= !(0xff << first);
+                        tested |= 0xff << first;
                         continue;
                     }
                     let Some(b) = intersector.cached_box_of_box_pointer(wave.node[first]) else {
@@ -673,6 +706,38 @@ fn box_pointer_mask(nodes: &[u32]) -> u64 {
     mask
 }
 
+/// [`box_pointer_mask`] with eight lanes per AVX2 compare (`nodes.len()` a multiple of 8).
+///
+/// # Safety
+/// The CPU must support AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[inline]
+unsafe fn box_pointer_mask_avx2(nodes: &[u32]) -> u64 {
+    use core::arch::x86_64::*;
+    debug_assert!(nodes.len() <= 64 && nodes.len() % 8 == 0);
+    let (six, four) = (_mm256_set1_epi32(6), _mm256_set1_epi32(4));
+    let mut mask = 0u64;
+    for (c, chunk) in nodes.chunks_exact(8).enumerate() {
+        // SAFETY: an unaligned 32-byte load of the chunk's eight u32.
+        let v = unsafe { _mm256_loadu_si256(chunk.as_ptr() as *const __m256i) };
+        let boxes = _mm256_cmpeq_epi32(_mm256_and_si256(v, six), four);
+        let m = _mm256_movemask_ps(_mm256_castsi256_ps(boxes)) as u32 as u64;
+        mask |= m << (8 * c);
+    }
+    mask
+}
+
+/// Bit `8 k` set for each block of eight lanes (bits `8 k..8 k + 8`) all set in `lanes`.
+#[inline(always)]
+fn full_blocks(lanes: u64) -> u64 {
+    const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+    let missing = !lanes;
+    // High bit of each byte: that byte of `missing` is not zero (no carry leaves a byte).
+    let any_missing = ((missing & LOW7) + LOW7) | missing;
+    (!any_missing & !LOW7) >> 7
+}
+
 /// Counts a wave of `width` lanes that was given `rays` rays (the other lanes stay empty).
 #[inline]
 fn count_wave(counters: &mut Counters, width: usize, rays: usize) {
@@ -695,6 +760,26 @@ unsafe fn eight_lanes_at_one_node(nodes: &[u32], first: usize) -> bool {
     let v = unsafe { _mm256_loadu_si256(eight.as_ptr() as *const __m256i) };
     let equal = _mm256_cmpeq_epi32(v, _mm256_set1_epi32(eight[0] as i32));
     _mm256_movemask_ps(_mm256_castsi256_ps(equal)) == 0xff
+}
+
+/// The cached box nodes of lanes `first..first + 8` and their useful slots in all, when
+/// every one is cached and ordered (the case [`box_query_eight_nodes`] covers).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn eight_ordered_boxes<'a>(
+    intersector: &WaveIntersector<'a>,
+    nodes: &[u32],
+    first: usize,
+) -> Option<([&'a DecodedBox; 8], u32)> {
+    let b0 = intersector.cached_box_of_box_pointer(nodes[first])?;
+    let (mut boxes, mut ordered, mut useful) = ([b0; 8], b0.ordered, b0.useful);
+    for k in 1..8 {
+        let b = intersector.cached_box_of_box_pointer(nodes[first + k])?;
+        boxes[k] = b;
+        ordered &= b.ordered;
+        useful += b.useful;
+    }
+    (ordered == 1).then_some((boxes, useful))
 }
 
 /// Triangle tests gathered across lanes, with each one's lane and node pointer, and the
@@ -1329,7 +1414,37 @@ mod tests {
                     m | ((matches!(ty, NodeType::BoxF32 | NodeType::BoxF16) as u64) << i)
                 });
                 assert_eq!(box_pointer_mask(&nodes), expected, "len {len}");
+                #[cfg(target_arch = "x86_64")]
+                if len % 8 == 0 && std::is_x86_feature_detected!("avx2") {
+                    // SAFETY: AVX2 checked just above.
+                    let avx2 = unsafe { box_pointer_mask_avx2(&nodes) };
+                    assert_eq!(avx2, expected, "len {len}");
+                }
             }
         }
+    }
+
+    #[test]
+    fn full_blocks_marks_the_blocks_of_eight_set_lanes() {
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        for case in 0..20_000 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            // Mostly full bytes, so that every count of full blocks shows up.
+            let holes = state & (state >> 3) & (state >> 11) & (state >> 29);
+            let lanes = if case % 2 == 0 { !holes } else { state };
+            let expected = (0..8)
+                .filter(|b| (lanes >> (8 * b)) & 0xff == 0xff)
+                .fold(0u64, |m, b| m | 1 << (8 * b));
+            assert_eq!(full_blocks(lanes), expected, "{lanes:#x}");
+        }
+        assert_eq!(full_blocks(u64::MAX), 0x0101_0101_0101_0101);
+        assert_eq!(full_blocks(0), 0);
+        // Bytes from the low end: 00 ff fe ff ff 7f ff 00.
+        assert_eq!(
+            full_blocks(0x00ff_7fff_fffe_ff00),
+            1 << 8 | 1 << 24 | 1 << 32 | 1 << 48
+        );
     }
 }

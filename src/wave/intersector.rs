@@ -490,8 +490,192 @@ pub unsafe fn box_query_eight(
     grow: f32,
     out: &mut [([u32; 4], u32)],
 ) -> bool {
-    use core::arch::x86_64::*;
     debug_assert!(node.ordered == 1);
+    // SAFETY: the caller's contract is this function's.
+    unsafe { eight_lanes_test(&OneNode(node), rays, columns, first, grow, out) }
+}
+
+/// [`box_query_eight`] for eight lanes that ask for different nodes, `nodes[k]` lane
+/// `first + k`'s: each node's planes and child pointers are transposed into columns, one
+/// lane per element, and the eight lanes are tested as one. The same f32 operations in the
+/// same order, so each lane's result is [`box_query`]'s with sorting on.
+///
+/// Why: lanes that have parted still come in blocks of eight box lanes (on the camera rays
+/// of the shared scenes, a third to a half of the box lanes tested in pairs; most box lanes
+/// of the diffuse rays), and one pass over eight lanes costs fewer host instructions a lane
+/// than [`box_query_pair`]: the transposes cost less than the pairs' per-lane shuffles, and
+/// one sorting network serves eight lanes instead of two.
+///
+/// # Safety
+/// As [`box_query_eight`], for every one of the eight nodes.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+pub unsafe fn box_query_eight_nodes(
+    nodes: &[&DecodedBox; 8],
+    rays: &[LaneRay],
+    columns: &RayColumns,
+    first: usize,
+    grow: f32,
+    out: &mut [([u32; 4], u32)],
+) {
+    debug_assert!(nodes.iter().all(|n| n.ordered == 1));
+    // SAFETY: the caller's contract is this function's.
+    unsafe { eight_lanes_test(&EightNodes(nodes), rays, columns, first, grow, out) };
+}
+
+/// Where [`eight_lanes_test`] gets its eight lanes' child boxes and pointers: one node for
+/// all eight ([`OneNode`]) or one node each ([`EightNodes`]).
+#[cfg(target_arch = "x86_64")]
+trait EightLaneNodes {
+    /// Whether all eight lanes read one node (then the test also says whether their
+    /// results are the same).
+    const ONE_NODE: bool;
+
+    /// Plane `axis` of the four children's min (`hi` false) or max corners: element k of
+    /// vector c is the plane of child c of lane k's node.
+    ///
+    /// # Safety
+    /// AVX2, as [`box_query_eight`].
+    unsafe fn planes(&self, hi: bool, axis: usize) -> [core::arch::x86_64::__m256; 4];
+
+    /// The four child pointers, laid out as [`Self::planes`].
+    ///
+    /// # Safety
+    /// AVX2, as [`box_query_eight`].
+    unsafe fn pointers(&self) -> [core::arch::x86_64::__m256i; 4];
+}
+
+/// One node for all eight lanes: its planes broadcast.
+#[cfg(target_arch = "x86_64")]
+struct OneNode<'a>(&'a DecodedBox);
+
+#[cfg(target_arch = "x86_64")]
+impl EightLaneNodes for OneNode<'_> {
+    const ONE_NODE: bool = true;
+
+    #[inline(always)]
+    unsafe fn planes(&self, hi: bool, axis: usize) -> [core::arch::x86_64::__m256; 4] {
+        use core::arch::x86_64::*;
+        let plane = if hi {
+            &self.0.hi[axis]
+        } else {
+            &self.0.lo[axis]
+        };
+        let plane: &[f32; 4] = bytemuck::cast_ref(plane);
+        // SAFETY: AVX (the caller's promise); one-f32 loads of the node.
+        unsafe {
+            [
+                _mm256_broadcast_ss(&plane[0]),
+                _mm256_broadcast_ss(&plane[1]),
+                _mm256_broadcast_ss(&plane[2]),
+                _mm256_broadcast_ss(&plane[3]),
+            ]
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn pointers(&self) -> [core::arch::x86_64::__m256i; 4] {
+        use core::arch::x86_64::*;
+        let c = self.0.children;
+        // SAFETY: AVX (the caller's promise).
+        unsafe {
+            [
+                _mm256_set1_epi32(c[0] as i32),
+                _mm256_set1_epi32(c[1] as i32),
+                _mm256_set1_epi32(c[2] as i32),
+                _mm256_set1_epi32(c[3] as i32),
+            ]
+        }
+    }
+}
+
+/// One node per lane: each plane transposed from the eight nodes' rows.
+#[cfg(target_arch = "x86_64")]
+struct EightNodes<'a, 'b>(&'b [&'a DecodedBox; 8]);
+
+#[cfg(target_arch = "x86_64")]
+impl EightNodes<'_, '_> {
+    /// Columns of the 4x8 matrix whose column k is `row(lane k)`: lanes k and k + 4 share a
+    /// vector (low and high half), then a 4x4 transpose in each half.
+    ///
+    /// # Safety
+    /// AVX (the caller's promise).
+    #[inline(always)]
+    unsafe fn transpose(
+        &self,
+        row: impl Fn(&DecodedBox) -> &[f32; 4],
+    ) -> [core::arch::x86_64::__m256; 4] {
+        use core::arch::x86_64::*;
+        let n = self.0;
+        // SAFETY: AVX (the caller's promise); 16-byte loads of `[f32; 4]`s.
+        unsafe {
+            macro_rules! pair {
+                ($k:expr) => {
+                    _mm256_insertf128_ps::<1>(
+                        _mm256_castps128_ps256(_mm_loadu_ps(row(n[$k]).as_ptr())),
+                        _mm_loadu_ps(row(n[$k + 4]).as_ptr()),
+                    )
+                };
+            }
+            let (r0, r1, r2, r3) = (pair!(0), pair!(1), pair!(2), pair!(3));
+            let t0 = _mm256_unpacklo_ps(r0, r1);
+            let t1 = _mm256_unpackhi_ps(r0, r1);
+            let t2 = _mm256_unpacklo_ps(r2, r3);
+            let t3 = _mm256_unpackhi_ps(r2, r3);
+            [
+                _mm256_shuffle_ps::<0b01_00_01_00>(t0, t2),
+                _mm256_shuffle_ps::<0b11_10_11_10>(t0, t2),
+                _mm256_shuffle_ps::<0b01_00_01_00>(t1, t3),
+                _mm256_shuffle_ps::<0b11_10_11_10>(t1, t3),
+            ]
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+impl EightLaneNodes for EightNodes<'_, '_> {
+    const ONE_NODE: bool = false;
+
+    #[inline(always)]
+    unsafe fn planes(&self, hi: bool, axis: usize) -> [core::arch::x86_64::__m256; 4] {
+        // SAFETY: the caller's promise.
+        unsafe {
+            self.transpose(|b| bytemuck::cast_ref(if hi { &b.hi[axis] } else { &b.lo[axis] }))
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn pointers(&self) -> [core::arch::x86_64::__m256i; 4] {
+        use core::arch::x86_64::*;
+        // SAFETY: the caller's promise; the pointers' bits move unchanged.
+        unsafe {
+            let [c0, c1, c2, c3] = self.transpose(|b| bytemuck::cast_ref(&b.children));
+            [
+                _mm256_castps_si256(c0),
+                _mm256_castps_si256(c1),
+                _mm256_castps_si256(c2),
+                _mm256_castps_si256(c3),
+            ]
+        }
+    }
+}
+
+/// The body of [`box_query_eight`] and [`box_query_eight_nodes`]: returns whether all eight
+/// lanes got the same children when `N::ONE_NODE` (else `false`).
+///
+/// # Safety
+/// As [`box_query_eight`].
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn eight_lanes_test<N: EightLaneNodes>(
+    nodes: &N,
+    rays: &[LaneRay],
+    columns: &RayColumns,
+    first: usize,
+    grow: f32,
+    out: &mut [([u32; 4], u32)],
+) -> bool {
+    use core::arch::x86_64::*;
     let rays = &rays[first..first + 8];
     let out = &mut out[first..first + 8];
     fn column(c: &[f32; RayColumns::LANES], first: usize) -> &[f32; 8] {
@@ -517,74 +701,51 @@ pub unsafe fn box_query_eight(
                 _mm256_loadu_ps(column(&$c, first).as_ptr())
             };
         }
-        let o = [
-            load!(columns.origin[0]),
-            load!(columns.origin[1]),
-            load!(columns.origin[2]),
-        ];
-        let r = [
-            load!(columns.inv_dir[0]),
-            load!(columns.inv_dir[1]),
-            load!(columns.inv_dir[2]),
-        ];
         let zero = _mm256_setzero_ps();
         let all = _mm256_set1_epi32(-1);
         let grow = _mm256_set1_ps(grow);
-        let lo = node.lo.map(|v| v.to_array());
-        let hi = node.hi.map(|v| v.to_array());
+        // Axis by axis, the near and far planes of the four children, folded in x, y, z
+        // order: tnear = max(max(max(near_x, near_y), near_z), 0), tfar likewise with min
+        // and the extent, as `box_query` does.
+        let (mut tnear, mut tfar) = ([zero; 4], [zero; 4]);
+        for axis in 0..3 {
+            let (o, r) = (load!(columns.origin[axis]), load!(columns.inv_dir[axis]));
+            let lo = nodes.planes(false, axis);
+            let hi = nodes.planes(true, axis);
+            for c in 0..4 {
+                let l = _mm256_mul_ps(_mm256_sub_ps(lo[c], o), r);
+                let h = _mm256_mul_ps(_mm256_sub_ps(hi[c], o), r);
+                let (near, far) = (_mm256_min_ps(l, h), _mm256_max_ps(l, h));
+                if axis == 0 {
+                    (tnear[c], tfar[c]) = (near, far);
+                } else {
+                    tnear[c] = _mm256_max_ps(tnear[c], near);
+                    tfar[c] = _mm256_min_ps(tfar[c], far);
+                }
+            }
+        }
+        let pointers = nodes.pointers();
         // Per child: pointer or INVALID (`p`), sort key (`k`), and the invalid mask.
         let (mut p, mut k, mut invalid) = ([all; 4], [all; 4], [all; 4]);
-        macro_rules! slab {
-            ($bound:expr, $a:expr, $c:expr) => {
-                _mm256_mul_ps(
-                    _mm256_sub_ps(_mm256_broadcast_ss(&$bound[$a][$c]), o[$a]),
-                    r[$a],
-                )
-            };
+        for c in 0..4 {
+            let tnear = _mm256_max_ps(tnear[c], zero);
+            let tfar = _mm256_min_ps(tfar[c], e);
+            let hit = _mm256_cmp_ps::<_CMP_LE_OQ>(tnear, _mm256_mul_ps(tfar, grow));
+            // Selects by the masks' sign bits (all ones or all zeros here).
+            p[c] = _mm256_castps_si256(_mm256_blendv_ps(
+                _mm256_castsi256_ps(all),
+                _mm256_castsi256_ps(pointers[c]),
+                hit,
+            ));
+            invalid[c] = _mm256_cmpeq_epi32(p[c], all);
+            // The key of `sort_network_sse2`: the bits of tnear + 0 (no -0), INVALID last.
+            let key = _mm256_add_ps(tnear, zero);
+            k[c] = _mm256_castps_si256(_mm256_blendv_ps(
+                key,
+                _mm256_castsi256_ps(_mm256_set1_epi32(i32::MAX)),
+                _mm256_castsi256_ps(invalid[c]),
+            ));
         }
-        macro_rules! child {
-            ($c:expr) => {{
-                let c = $c;
-                let (lx, hx) = (slab!(lo, 0, c), slab!(hi, 0, c));
-                let (ly, hy) = (slab!(lo, 1, c), slab!(hi, 1, c));
-                let (lz, hz) = (slab!(lo, 2, c), slab!(hi, 2, c));
-                let near = [
-                    _mm256_min_ps(lx, hx),
-                    _mm256_min_ps(ly, hy),
-                    _mm256_min_ps(lz, hz),
-                ];
-                let far = [
-                    _mm256_max_ps(lx, hx),
-                    _mm256_max_ps(ly, hy),
-                    _mm256_max_ps(lz, hz),
-                ];
-                let tnear = _mm256_max_ps(
-                    _mm256_max_ps(_mm256_max_ps(near[0], near[1]), near[2]),
-                    zero,
-                );
-                let tfar = _mm256_min_ps(_mm256_min_ps(_mm256_min_ps(far[0], far[1]), far[2]), e);
-                let hit = _mm256_castps_si256(_mm256_cmp_ps::<_CMP_LE_OQ>(
-                    tnear,
-                    _mm256_mul_ps(tfar, grow),
-                ));
-                let pointer = _mm256_set1_epi32(node.children[c] as i32);
-                p[c] = _mm256_or_si256(
-                    _mm256_and_si256(hit, pointer),
-                    _mm256_andnot_si256(hit, all),
-                );
-                invalid[c] = _mm256_cmpeq_epi32(p[c], all);
-                // The key of `sort_network_sse2`: the bits of tnear + 0 (no -0), INVALID last.
-                let key = _mm256_castps_si256(_mm256_add_ps(tnear, zero));
-                k[c] = _mm256_or_si256(
-                    _mm256_andnot_si256(invalid[c], key),
-                    _mm256_and_si256(invalid[c], _mm256_set1_epi32(i32::MAX)),
-                );
-            }};
-        }
-        child!(0);
-        child!(1);
-        child!(2);
-        child!(3);
         // The network (0,2),(1,3),(0,1),(2,3),(1,2): swap when the first key is greater.
         macro_rules! exchange {
             ($a:expr, $b:expr) => {{
@@ -618,19 +779,21 @@ pub unsafe fn box_query_eight(
         );
         // All eight lanes got the same children (so the same mask) when each sorted slot
         // equals its lane 0.
-        macro_rules! same {
-            ($c:expr) => {
-                _mm256_cmpeq_epi32(
-                    p[$c],
-                    _mm256_broadcastd_epi32(_mm256_castsi256_si128(p[$c])),
-                )
-            };
-        }
-        let eq = _mm256_and_si256(
-            _mm256_and_si256(same!(0), same!(1)),
-            _mm256_and_si256(same!(2), same!(3)),
-        );
-        let uniform = _mm256_movemask_epi8(eq) == -1;
+        let uniform = N::ONE_NODE && {
+            macro_rules! same {
+                ($c:expr) => {
+                    _mm256_cmpeq_epi32(
+                        p[$c],
+                        _mm256_broadcastd_epi32(_mm256_castsi256_si128(p[$c])),
+                    )
+                };
+            }
+            let eq = _mm256_and_si256(
+                _mm256_and_si256(same!(0), same!(1)),
+                _mm256_and_si256(same!(2), same!(3)),
+            );
+            _mm256_movemask_epi8(eq) == -1
+        };
         // Transpose: row j holds lane j's children (low half) and lane j + 4's (high half).
         let t0 = _mm256_unpacklo_epi32(p[0], p[1]);
         let t1 = _mm256_unpackhi_epi32(p[0], p[1]);
@@ -1799,6 +1962,79 @@ pub(crate) mod tests {
         assert!(
             uniform_groups.iter().all(|&n| n > 500),
             "{uniform_groups:?}"
+        );
+    }
+
+    /// Eight lanes at eight nodes (some repeated), each with its own ray or one ray for all,
+    /// against [`box_query`] lane by lane; each node's child pointers are its own, so a
+    /// result read from another lane's node or another child's slot shows.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn box_query_eight_nodes_matches_box_query() {
+        if !std::is_x86_feature_detected!("avx2") {
+            return;
+        }
+        let slopes_ok = |r: &LaneRay| r.inv_dir.iter().all(|x| x.is_finite() && *x != 0.0);
+        let mut next = xorshift(0x3C6E_F372_FE94_F82B_u64);
+        let (mut groups, mut counts) = (0u32, [0u32; 5]);
+        let mut rays = vec![random_box_lanes(&mut next, 1)[0].1; RayColumns::LANES];
+        let mut columns = RayColumns::default();
+        for case in 0..20_000u32 {
+            let lanes = random_box_lanes(&mut next, 32);
+            let mut nodes: Vec<DecodedBox> = lanes
+                .iter()
+                .map(|l| l.0)
+                .filter(|n| n.ordered == 1)
+                .take(8)
+                .collect();
+            let usable: Vec<LaneRay> = lanes.iter().map(|l| l.1).filter(slopes_ok).collect();
+            if nodes.len() < 8 || usable.len() < 8 {
+                continue;
+            }
+            for (k, node) in nodes.iter_mut().enumerate() {
+                for c in node.children.iter_mut().filter(|c| **c != INVALID) {
+                    *c += 0x1000 * (k as u32 + 1);
+                }
+            }
+            // Every third case, lanes 5-7 ask for lane 1's node.
+            if case % 3 == 2 {
+                for k in 5..8 {
+                    nodes[k] = nodes[1];
+                }
+            }
+            let first = 8 * (case as usize % 8);
+            // Eight rays, or one ray eight times.
+            let source = |k: usize| if case % 4 == 1 { 0 } else { k };
+            for k in 0..8 {
+                rays[first + k] = usable[source(k)];
+                columns.set(first + k, &usable[source(k)]);
+            }
+            let grow = if case % 2 == 0 { 1.0 } else { grow_factor(3) };
+            let mut out = vec![([0u32; 4], 0u32); RayColumns::LANES];
+            let refs: [&DecodedBox; 8] = std::array::from_fn(|k| &nodes[k]);
+            // SAFETY: AVX2 checked above; the nodes are ordered, the eight lanes have finite
+            // slopes, and `columns` holds their registers.
+            unsafe { box_query_eight_nodes(&refs, &rays, &columns, first, grow, &mut out) };
+            for k in 0..8 {
+                let mut expect = [0u32; 4];
+                let mask = box_query(&nodes[k], &usable[source(k)], grow, true, &mut expect);
+                assert_eq!(out[first + k], (expect, mask), "case {case} lane {k}");
+                counts[mask.count_ones() as usize] += 1;
+            }
+            // Only the eight lanes were written.
+            let untouched = out
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| !(first..first + 8).contains(i));
+            assert!(
+                untouched.into_iter().all(|(_, o)| *o == ([0u32; 4], 0)),
+                "case {case}"
+            );
+            groups += 1;
+        }
+        assert!(
+            groups > 2_000 && counts.iter().all(|&c| c > 20),
+            "{groups} {counts:?}"
         );
     }
 
