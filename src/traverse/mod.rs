@@ -645,7 +645,7 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
                         (i, node),
                         dwords,
                         (&mut max_depth, steps),
-                        &SharedPops::default(),
+                        (&SharedPops::default(), &mut batch.shrunk),
                         counters,
                     ),
                     _ => {
@@ -661,6 +661,16 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
             if !batch.tests.is_empty() {
                 self.flush(wave, &mut batch, mode, (&mut max_depth, steps), counters);
             }
+            // The eight-lane box tests read the extents from their column.
+            let mut shrunk = core::mem::take(&mut batch.shrunk);
+            #[cfg(target_arch = "x86_64")]
+            while shrunk != 0 {
+                let i = shrunk.trailing_zeros() as usize;
+                shrunk &= shrunk - 1;
+                columns.set_extent(i, wave.ray[i].extent);
+            }
+            #[cfg(not(target_arch = "x86_64"))]
+            let _ = shrunk;
             for (k, cost) in cost.iter_mut().enumerate() {
                 cost.triangle_tests += (batched & wave_mask[k]).count_ones();
                 cost.box_queries += (box_sums >> (16 * k)) as u32 & 0xffff;
@@ -789,6 +799,8 @@ struct Gathered {
     tests: TriangleBatch,
     lanes: [(usize, u32); LANES],
     shared: SharedPops,
+    /// The lanes whose extent an accepted hit shrank in this step (bit i: lane i).
+    shrunk: u64,
 }
 
 /// Sets lane `i` up for `ray`, or leaves it off if `!(tmin <= tmax)` (a NaN `tmax` is left
@@ -952,7 +964,7 @@ unsafe fn start_eight_lanes_avx2<const W: usize, T: Traversal>(
         for a in 0..3 {
             _mm256_storeu_ps(inv[a].as_mut_ptr(), inv_dir[a]);
         }
-        columns.set_eight(first, origin, inv_dir);
+        columns.set_eight(first, origin, inv_dir, tmax);
     }
     for (k, ray) in rays.iter().enumerate() {
         let i = first + k;
@@ -1050,7 +1062,7 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
                 (i, node),
                 dwords[j],
                 (&mut *max_depth, steps),
-                &batch.shared,
+                (&batch.shared, &mut batch.shrunk),
                 counters,
             );
         }
@@ -1059,6 +1071,7 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
 
     /// Lane `i` tested triangle `node` and got `dwords` in step `steps`: offers the hit, then
     /// asks the strategy for the next node (none after an accepted hit of an any-hit query).
+    /// An accepted hit sets the lane's bit in `shrunk` (its extent shrank).
     #[inline(always)]
     fn after_triangle<const W: usize>(
         &self,
@@ -1066,7 +1079,7 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
         (i, node): (usize, u32),
         dwords: [u32; 4],
         (max_depth, steps): (&mut usize, u32),
-        sharing: &SharedPops,
+        (sharing, shrunk): (&SharedPops, &mut u64),
         counters: &mut Counters,
     ) {
         let lane = &mut wave.state[i];
@@ -1078,6 +1091,7 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
             counters.trav_hits_accepted += 1;
             // The current closest t becomes the ray extent.
             wave.ray[i].extent = t;
+            *shrunk |= 1 << i;
             done = self.query == Query::AnyHit;
         }
         let next = if done {

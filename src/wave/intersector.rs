@@ -390,14 +390,16 @@ pub unsafe fn box_query_pair(
     Some(valid)
 }
 
-/// The origins and inverse directions of a block of host lanes as columns (`origin[a][i]`:
-/// lane i's component a), for [`box_query_eight`]. Both are fixed for a ray's whole
-/// traversal, so they are written once, when a lane starts; the extent is not (hits shrink
-/// it) and is read from the lanes' registers instead.
+/// The origins, inverse directions and extents of a block of host lanes as columns
+/// (`origin[a][i]`: lane i's component a), for [`box_query_eight`]. Origins and inverse
+/// directions are fixed for a ray's whole traversal, so they are written once, when a lane
+/// starts; the extent also when a hit shrinks it (the wave loop writes both the lane's
+/// register and its column, [`RayColumns::set_extent`]).
 #[derive(Clone, Debug)]
 pub struct RayColumns {
     origin: [[f32; RayColumns::LANES]; 3],
     inv_dir: [[f32; RayColumns::LANES]; 3],
+    extent: [f32; RayColumns::LANES],
 }
 
 impl Default for RayColumns {
@@ -405,6 +407,7 @@ impl Default for RayColumns {
         RayColumns {
             origin: [[0.0; RayColumns::LANES]; 3],
             inv_dir: [[0.0; RayColumns::LANES]; 3],
+            extent: [0.0; RayColumns::LANES],
         }
     }
 }
@@ -420,6 +423,13 @@ impl RayColumns {
             self.origin[a][i] = ray.origin[a];
             self.inv_dir[a][i] = ray.inv_dir[a];
         }
+        self.extent[i] = ray.extent;
+    }
+
+    /// Records lane `i`'s new extent.
+    #[inline(always)]
+    pub fn set_extent(&mut self, i: usize, extent: f32) {
+        self.extent[i] = extent;
     }
 
     /// Lane `i`'s origin and inverse direction, as recorded.
@@ -432,7 +442,7 @@ impl RayColumns {
     }
 
     /// Records lanes `first..first + 8` at once: element k of `origin[a]` and `inv_dir[a]`
-    /// is lane `first + k`'s component a.
+    /// is lane `first + k`'s component a, element k of `extent` its extent.
     ///
     /// # Safety
     /// The CPU must support AVX (and the caller be compiled with it, where this inlines).
@@ -443,8 +453,12 @@ impl RayColumns {
         first: usize,
         origin: [core::arch::x86_64::__m256; 3],
         inv_dir: [core::arch::x86_64::__m256; 3],
+        extent: core::arch::x86_64::__m256,
     ) {
         use core::arch::x86_64::*;
+        let e: &mut [f32; 8] = (&mut self.extent[first..first + 8]).try_into().unwrap();
+        // SAFETY: an unaligned 32-byte store of eight f32; AVX (the caller's promise).
+        unsafe { _mm256_storeu_ps(e.as_mut_ptr(), extent) };
         for a in 0..3 {
             let o: &mut [f32; 8] = (&mut self.origin[a][first..first + 8]).try_into().unwrap();
             let r: &mut [f32; 8] = (&mut self.inv_dir[a][first..first + 8]).try_into().unwrap();
@@ -576,14 +590,15 @@ impl EightLaneNodes for OneNode<'_> {
     #[inline(always)]
     unsafe fn pointers(&self) -> [core::arch::x86_64::__m256i; 4] {
         use core::arch::x86_64::*;
-        let c = self.0.children;
-        // SAFETY: AVX (the caller's promise).
+        // Broadcast from the node as f32 bits: one load-and-broadcast each.
+        let c: &[f32; 4] = bytemuck::cast_ref(&self.0.children);
+        // SAFETY: AVX (the caller's promise); one-f32 loads of the node.
         unsafe {
             [
-                _mm256_set1_epi32(c[0] as i32),
-                _mm256_set1_epi32(c[1] as i32),
-                _mm256_set1_epi32(c[2] as i32),
-                _mm256_set1_epi32(c[3] as i32),
+                _mm256_castps_si256(_mm256_broadcast_ss(&c[0])),
+                _mm256_castps_si256(_mm256_broadcast_ss(&c[1])),
+                _mm256_castps_si256(_mm256_broadcast_ss(&c[2])),
+                _mm256_castps_si256(_mm256_broadcast_ss(&c[3])),
             ]
         }
     }
@@ -684,16 +699,6 @@ unsafe fn eight_lanes_test<N: EightLaneNodes>(
     // SAFETY (every intrinsic below): the caller guarantees AVX2; every load reads eight f32
     // of an `[f32; 8]` or one f32 of the node.
     unsafe {
-        let e = _mm256_setr_ps(
-            rays[0].extent,
-            rays[1].extent,
-            rays[2].extent,
-            rays[3].extent,
-            rays[4].extent,
-            rays[5].extent,
-            rays[6].extent,
-            rays[7].extent,
-        );
         // No closures around intrinsics here: a closure is a function of its own, compiled
         // without AVX2, and its intrinsics would stay calls.
         macro_rules! load {
@@ -701,6 +706,10 @@ unsafe fn eight_lanes_test<N: EightLaneNodes>(
                 _mm256_loadu_ps(column(&$c, first).as_ptr())
             };
         }
+        debug_assert!(
+            (0..8).all(|k| columns.extent[first + k].to_bits() == rays[k].extent.to_bits())
+        );
+        let e = load!(columns.extent);
         let zero = _mm256_setzero_ps();
         let all = _mm256_set1_epi32(-1);
         let grow = _mm256_set1_ps(grow);
