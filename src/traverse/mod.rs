@@ -725,7 +725,7 @@ fn box_pointer_mask(nodes: &[u32]) -> u64 {
 #[inline]
 unsafe fn box_pointer_mask_avx2(nodes: &[u32]) -> u64 {
     use core::arch::x86_64::*;
-    debug_assert!(nodes.len() <= 64 && nodes.len() % 8 == 0);
+    debug_assert!(nodes.len() <= 64 && nodes.len().is_multiple_of(8));
     let (six, four) = (_mm256_set1_epi32(6), _mm256_set1_epi32(4));
     let mut mask = 0u64;
     for (c, chunk) in nodes.chunks_exact(8).enumerate() {
@@ -1429,7 +1429,7 @@ mod tests {
                 });
                 assert_eq!(box_pointer_mask(&nodes), expected, "len {len}");
                 #[cfg(target_arch = "x86_64")]
-                if len % 8 == 0 && std::is_x86_feature_detected!("avx2") {
+                if len.is_multiple_of(8) && std::is_x86_feature_detected!("avx2") {
                     // SAFETY: AVX2 checked just above.
                     let avx2 = unsafe { box_pointer_mask_avx2(&nodes) };
                     assert_eq!(avx2, expected, "len {len}");
