@@ -662,6 +662,7 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
                 self.flush(wave, &mut batch, mode, (&mut max_depth, steps), counters);
             }
             // The eight-lane box tests read the extents from their column.
+            #[cfg(target_arch = "x86_64")]
             let mut shrunk = core::mem::take(&mut batch.shrunk);
             #[cfg(target_arch = "x86_64")]
             while shrunk != 0 {
@@ -670,7 +671,9 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
                 columns.set_extent(i, wave.ray[i].extent);
             }
             #[cfg(not(target_arch = "x86_64"))]
-            let _ = shrunk;
+            {
+                batch.shrunk = 0;
+            }
             for (k, cost) in cost.iter_mut().enumerate() {
                 cost.triangle_tests += (batched & wave_mask[k]).count_ones();
                 cost.box_queries += (box_sums >> (16 * k)) as u32 & 0xffff;
@@ -739,6 +742,7 @@ unsafe fn box_pointer_mask_avx2(nodes: &[u32]) -> u64 {
 }
 
 /// Bit `8 k` set for each block of eight lanes (bits `8 k..8 k + 8`) all set in `lanes`.
+#[cfg(target_arch = "x86_64")]
 #[inline(always)]
 fn full_blocks(lanes: u64) -> u64 {
     const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
@@ -1438,6 +1442,7 @@ mod tests {
         }
     }
 
+    #[cfg(target_arch = "x86_64")]
     #[test]
     fn full_blocks_marks_the_blocks_of_eight_set_lanes() {
         let mut state = 0x2545_f491_4f6c_dd1du64;
