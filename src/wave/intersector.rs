@@ -1790,7 +1790,6 @@ pub(crate) mod tests {
         if !std::is_x86_feature_detected!("avx2") {
             return;
         }
-        let slopes_ok = |r: &LaneRay| r.inv_dir.iter().all(|x| x.is_finite() && *x != 0.0);
         let mut next = xorshift(0x9E37_79B9_7F4A_7C15_u64);
         let (mut answered, mut total, mut unprobed) = (0, 0, 0);
         for case in 0..40_000u32 {
@@ -1912,7 +1911,6 @@ pub(crate) mod tests {
         if !std::is_x86_feature_detected!("avx2") {
             return;
         }
-        let slopes_ok = |r: &LaneRay| r.inv_dir.iter().all(|x| x.is_finite() && *x != 0.0);
         let mut next = xorshift(0x6A09_E667_F3BC_C908_u64);
         let (mut groups, mut counts, mut uniform_groups) = (0u32, [0u32; 5], [0u32; 2]);
         let mut rays = vec![random_box_lanes(&mut next, 1)[0].1; RayColumns::LANES];
@@ -1953,15 +1951,7 @@ pub(crate) mod tests {
             let same = expected.iter().all(|e| *e == expected[0]);
             assert_eq!(uniform, same, "case {case}");
             uniform_groups[same as usize] += 1;
-            // Only the eight lanes were written.
-            let untouched = out
-                .iter()
-                .enumerate()
-                .filter(|(i, _)| !(first..first + 8).contains(i));
-            assert!(
-                untouched.into_iter().all(|(_, o)| *o == ([0u32; 4], 0)),
-                "case {case}"
-            );
+            assert_only_eight_written(&out, first, case);
             groups += 1;
         }
         // Many groups ran, with every number of children, and both verdicts.
@@ -1975,6 +1965,27 @@ pub(crate) mod tests {
         );
     }
 
+    /// Every inverse-direction component finite and not zero: the lanes the AVX2 box tests
+    /// take without their NaN probe.
+    #[cfg(target_arch = "x86_64")]
+    fn slopes_ok(r: &LaneRay) -> bool {
+        r.inv_dir.iter().all(|x| x.is_finite() && *x != 0.0)
+    }
+
+    /// Of the results `out` (all zero before the test), only lanes `first..first + 8` were
+    /// written.
+    #[cfg(target_arch = "x86_64")]
+    fn assert_only_eight_written(out: &[([u32; 4], u32)], first: usize, case: u32) {
+        let untouched = out
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !(first..first + 8).contains(i));
+        assert!(
+            untouched.into_iter().all(|(_, o)| *o == ([0u32; 4], 0)),
+            "case {case}"
+        );
+    }
+
     /// Eight lanes at eight nodes (some repeated), each with its own ray or one ray for all,
     /// against [`box_query`] lane by lane; each node's child pointers are its own, so a
     /// result read from another lane's node or another child's slot shows.
@@ -1984,7 +1995,6 @@ pub(crate) mod tests {
         if !std::is_x86_feature_detected!("avx2") {
             return;
         }
-        let slopes_ok = |r: &LaneRay| r.inv_dir.iter().all(|x| x.is_finite() && *x != 0.0);
         let mut next = xorshift(0x3C6E_F372_FE94_F82B_u64);
         let (mut groups, mut counts) = (0u32, [0u32; 5]);
         let mut rays = vec![random_box_lanes(&mut next, 1)[0].1; RayColumns::LANES];
@@ -2031,15 +2041,7 @@ pub(crate) mod tests {
                 assert_eq!(out[first + k], (expect, mask), "case {case} lane {k}");
                 counts[mask.count_ones() as usize] += 1;
             }
-            // Only the eight lanes were written.
-            let untouched = out
-                .iter()
-                .enumerate()
-                .filter(|(i, _)| !(first..first + 8).contains(i));
-            assert!(
-                untouched.into_iter().all(|(_, o)| *o == ([0u32; 4], 0)),
-                "case {case}"
-            );
+            assert_only_eight_written(&out, first, case);
             groups += 1;
         }
         assert!(
