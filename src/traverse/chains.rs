@@ -51,7 +51,7 @@ impl<T: Traversal> Traversal for LeafChains<T> {
         children: [u32; 4],
         valid: u32,
     ) -> Option<u32> {
-        // SAFETY: the caller guarantees AVX.
+        // SAFETY: the caller guarantees AVX and `valid < 16`.
         unsafe { self.0.after_box_masked_avx(lane, node, children, valid) }
     }
 

@@ -84,7 +84,7 @@ pub trait Traversal: Sync {
     /// and result, in code that may use AVX (a strategy overrides it where that is faster).
     ///
     /// # Safety
-    /// The CPU must support AVX.
+    /// The CPU must support AVX, and `valid < 16` (a mask of the four slots).
     #[cfg(target_arch = "x86_64")]
     #[inline(always)]
     unsafe fn after_box_masked_avx(
@@ -503,7 +503,8 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
                         let (children, valid) = box_results[first];
                         let node = wave.node[first];
                         let lane = &mut wave.state[first];
-                        // SAFETY: AVX2 (so AVX) is set only where the CPU has AVX2 (see above).
+                        // SAFETY: AVX2 (so AVX) is set only where the CPU has AVX2 (see above);
+                        // `valid` is a box test's mask of four slots.
                         let next = unsafe {
                             traversal.after_box_masked_avx(&mut lane.trav, node, children, valid)
                         };
@@ -590,7 +591,8 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
                 let node = wave.node[i];
                 #[cfg(target_arch = "x86_64")]
                 let next = if AVX2 {
-                    // SAFETY: AVX2 (so AVX) is set only where the CPU has AVX2 (see above).
+                    // SAFETY: AVX2 (so AVX) is set only where the CPU has AVX2 (see above);
+                    // `valid` is a box test's mask of four slots.
                     unsafe { traversal.after_box_masked_avx(&mut lane.trav, node, children, valid) }
                 } else {
                     traversal.after_box_masked(&mut lane.trav, node, children, valid)

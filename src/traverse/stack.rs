@@ -97,14 +97,14 @@ impl StackLane {
     /// store (`vpmaskmovd`) is slow on AMD's cores (this form: 1.06-1.10x on a Zen 4 EPYC).
     ///
     /// # Safety
-    /// The CPU must support AVX.
+    /// The CPU must support AVX, and `n <= 4`.
     #[cfg(target_arch = "x86_64")]
     #[inline(always)]
     unsafe fn push_sorted_or_pop_avx(&mut self, children: [u32; 4], n: usize) -> Option<u32> {
         let top = self.window(n)?;
-        // SAFETY: `top + 4 <= buf.len()` and `top + n - 1 < top + 4`; with `n == 0`,
-        // `top > FLOOR`, so `top + n - 1 >= FLOOR` does not wrap (see `window`). The caller
-        // guarantees AVX.
+        // SAFETY: `top + 4 <= buf.len()` and, as `n <= 4` (the caller's promise),
+        // `top + n - 1 < top + 4`; with `n == 0`, `top > FLOOR`, so `top + n - 1 >= FLOOR`
+        // does not wrap (see `window`). The caller guarantees AVX.
         let next = unsafe { write_prefix_reversed_avx(self.buf.as_mut_ptr(), top, children, n) };
         self.top = top + n - 1;
         Some(next)
@@ -272,7 +272,7 @@ impl Traversal for FullStack {
     ) -> Option<u32> {
         if valid & (valid + 1) == 0 {
             let n = valid.count_ones() as usize;
-            // SAFETY: the caller guarantees AVX.
+            // SAFETY: the caller guarantees AVX, and `valid < 16`, so `n <= 4`.
             return unsafe { lane.push_sorted_or_pop_avx(children, n) };
         }
         self.after_box_masked(lane, node, children, valid)
@@ -355,7 +355,7 @@ mod tests {
         }
         matches_a_plain_vec_stack_with(|t, lane, children| {
             let valid = (0..4).fold(0, |v, c| v | (is_child(children[c]) as u32) << c);
-            // SAFETY: checked above that the CPU has AVX.
+            // SAFETY: checked above that the CPU has AVX; `valid` has four bits.
             unsafe { t.after_box_masked_avx(lane, 0, children, valid) }
         });
     }
