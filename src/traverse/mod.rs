@@ -466,14 +466,7 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
                         // nodes are ordered, the eight lanes have finite slopes (`candidates`),
                         // and `columns` has their registers (set when they started).
                         unsafe {
-                            box_query_eight_nodes(
-                                &nodes,
-                                &wave.ray,
-                                &columns,
-                                first,
-                                grow,
-                                &mut box_results,
-                            )
+                            box_query_eight_nodes(&nodes, &columns, first, grow, &mut box_results)
                         };
                         box_sums += (8 | (useful as u64) << 32) << (16 * wave_of(first));
                         box_lanes &= !(0xff << first);
@@ -489,9 +482,8 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
                     // SAFETY: AVX2 (see above), and this is its build of the loop; the node is
                     // ordered, the eight lanes have finite slopes (`candidates`), and
                     // `columns` has their registers (set when they started).
-                    let uniform = unsafe {
-                        box_query_eight(b, &wave.ray, &columns, first, grow, &mut box_results)
-                    };
+                    let uniform =
+                        unsafe { box_query_eight(b, &columns, first, grow, &mut box_results) };
                     // Eight box queries and eight times the useful slots, all in one wave (a
                     // block of eight never straddles two).
                     let useful = b.useful_slots() as u64;

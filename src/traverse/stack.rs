@@ -172,7 +172,7 @@ unsafe fn write_prefix_reversed_avx(
     // Slot j takes child (n - 1 - j) mod 4: the permute reads the two low bits of each index.
     // From a table, so that the permute takes its control from memory (one instruction,
     // where building it in a register took three).
-    const REVERSED_PREFIX: [[i32; 4]; 5] = {
+    static INDEX: [[i32; 4]; 5] = {
         let mut t = [[0; 4]; 5];
         let mut n = 0;
         while n < 5 {
@@ -185,7 +185,6 @@ unsafe fn write_prefix_reversed_avx(
         }
         t
     };
-    static INDEX: [[i32; 4]; 5] = REVERSED_PREFIX;
     // SAFETY: in bounds by the caller's contract, `n <= 4` included.
     unsafe {
         let index = _mm_loadu_si128(INDEX.get_unchecked(n).as_ptr() as *const __m128i);

@@ -493,12 +493,11 @@ impl RayColumns {
 /// are the same, but its intrinsics stay calls). The caller also guarantees the common case of
 /// [`box_query_pair`] without its probe: `node.ordered`, and every one of the eight lanes'
 /// inverse directions finite and not zero (so no product is NaN); and that `columns` holds
-/// the eight lanes' registers.
+/// the eight lanes' registers, their current extents included.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 pub unsafe fn box_query_eight(
     node: &DecodedBox,
-    rays: &[LaneRay],
     columns: &RayColumns,
     first: usize,
     grow: f32,
@@ -506,7 +505,7 @@ pub unsafe fn box_query_eight(
 ) -> bool {
     debug_assert!(node.ordered == 1);
     // SAFETY: the caller's contract is this function's.
-    unsafe { eight_lanes_test(&OneNode(node), rays, columns, first, grow, out) }
+    unsafe { eight_lanes_test(&OneNode(node), columns, first, grow, out) }
 }
 
 /// [`box_query_eight`] for eight lanes that ask for different nodes, `nodes[k]` lane
@@ -526,7 +525,6 @@ pub unsafe fn box_query_eight(
 #[inline(always)]
 pub unsafe fn box_query_eight_nodes(
     nodes: &[&DecodedBox; 8],
-    rays: &[LaneRay],
     columns: &RayColumns,
     first: usize,
     grow: f32,
@@ -534,7 +532,7 @@ pub unsafe fn box_query_eight_nodes(
 ) {
     debug_assert!(nodes.iter().all(|n| n.ordered == 1));
     // SAFETY: the caller's contract is this function's.
-    unsafe { eight_lanes_test(&EightNodes(nodes), rays, columns, first, grow, out) };
+    unsafe { eight_lanes_test(&EightNodes(nodes), columns, first, grow, out) };
 }
 
 /// Where [`eight_lanes_test`] gets its eight lanes' child boxes and pointers: one node for
@@ -685,14 +683,12 @@ impl EightLaneNodes for EightNodes<'_, '_> {
 #[inline(always)]
 unsafe fn eight_lanes_test<N: EightLaneNodes>(
     nodes: &N,
-    rays: &[LaneRay],
     columns: &RayColumns,
     first: usize,
     grow: f32,
     out: &mut [([u32; 4], u32)],
 ) -> bool {
     use core::arch::x86_64::*;
-    let rays = &rays[first..first + 8];
     let out = &mut out[first..first + 8];
     fn column(c: &[f32; RayColumns::LANES], first: usize) -> &[f32; 8] {
         c[first..first + 8].try_into().expect("eight lanes")
@@ -707,9 +703,6 @@ unsafe fn eight_lanes_test<N: EightLaneNodes>(
                 _mm256_loadu_ps(column(&$c, first).as_ptr())
             };
         }
-        debug_assert!(
-            (0..8).all(|k| columns.extent[first + k].to_bits() == rays[k].extent.to_bits())
-        );
         let e = load!(columns.extent);
         let zero = _mm256_setzero_ps();
         let all = _mm256_set1_epi32(-1);
@@ -1913,7 +1906,6 @@ pub(crate) mod tests {
         }
         let mut next = xorshift(0x6A09_E667_F3BC_C908_u64);
         let (mut groups, mut counts, mut uniform_groups) = (0u32, [0u32; 5], [0u32; 2]);
-        let mut rays = vec![random_box_lanes(&mut next, 1)[0].1; RayColumns::LANES];
         let mut columns = RayColumns::default();
         for case in 0..20_000u32 {
             let lanes = random_box_lanes(&mut next, 24);
@@ -1931,7 +1923,6 @@ pub(crate) mod tests {
                 _ => (k == odd) as usize,
             };
             for k in 0..8 {
-                rays[first + k] = usable[source(k)];
                 columns.set(first + k, &usable[source(k)]);
             }
             let grow = if case % 2 == 0 { 1.0 } else { grow_factor(3) };
@@ -1939,7 +1930,7 @@ pub(crate) mod tests {
             // SAFETY: AVX2 checked above; the node is ordered, the eight lanes have finite
             // slopes, and `columns` holds their registers. (Called from code not compiled
             // for AVX2, its intrinsics are calls: slower, the same results.)
-            let uniform = unsafe { box_query_eight(node, &rays, &columns, first, grow, &mut out) };
+            let uniform = unsafe { box_query_eight(node, &columns, first, grow, &mut out) };
             let mut expected = Vec::new();
             for k in 0..8 {
                 let mut expect = [0u32; 4];
@@ -1997,7 +1988,6 @@ pub(crate) mod tests {
         }
         let mut next = xorshift(0x3C6E_F372_FE94_F82B_u64);
         let (mut groups, mut counts) = (0u32, [0u32; 5]);
-        let mut rays = vec![random_box_lanes(&mut next, 1)[0].1; RayColumns::LANES];
         let mut columns = RayColumns::default();
         for case in 0..20_000u32 {
             let lanes = random_box_lanes(&mut next, 32);
@@ -2026,7 +2016,6 @@ pub(crate) mod tests {
             // Eight rays, or one ray eight times.
             let source = |k: usize| if case % 4 == 1 { 0 } else { k };
             for k in 0..8 {
-                rays[first + k] = usable[source(k)];
                 columns.set(first + k, &usable[source(k)]);
             }
             let grow = if case % 2 == 0 { 1.0 } else { grow_factor(3) };
@@ -2034,7 +2023,7 @@ pub(crate) mod tests {
             let refs: [&DecodedBox; 8] = std::array::from_fn(|k| &nodes[k]);
             // SAFETY: AVX2 checked above; the nodes are ordered, the eight lanes have finite
             // slopes, and `columns` holds their registers.
-            unsafe { box_query_eight_nodes(&refs, &rays, &columns, first, grow, &mut out) };
+            unsafe { box_query_eight_nodes(&refs, &columns, first, grow, &mut out) };
             for k in 0..8 {
                 let mut expect = [0u32; 4];
                 let mask = box_query(&nodes[k], &usable[source(k)], grow, true, &mut expect);
