@@ -39,7 +39,9 @@ use crate::hw::descriptor::TriangleReturnMode;
 use crate::hw::instruction::LaneOutcome;
 use crate::hw::pointer::{NodePointer, NodeType};
 use crate::math::{Hit, Ray};
-use crate::wave::intersector::{box_query, LaneRay, TriangleBatch, TriangleRay, INVALID, LANES};
+use crate::wave::intersector::{
+    box_query, LaneRay, TriangleBatch, TriangleRay, BATCH_LANES, INVALID, LANES,
+};
 #[cfg(target_arch = "x86_64")]
 use crate::wave::intersector::{
     box_query_eight, box_query_eight_nodes, box_query_pair, DecodedBox, RayColumns,
@@ -614,8 +616,20 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
                     #[cfg(not(target_arch = "x86_64"))]
                     batch.tests.push_prepared(bytes, k, tri_ray);
                     batched |= 1 << i;
-                    if batch.tests.is_full() {
-                        self.flush(wave, &mut batch, mode, (&mut max_depth, steps), counters);
+                    // The AVX2 build tests eight at once, the portable one four.
+                    let full = if AVX2 {
+                        batch.tests.is_full_avx()
+                    } else {
+                        batch.tests.is_full()
+                    };
+                    if full {
+                        self.flush::<H, AVX2>(
+                            wave,
+                            &mut batch,
+                            mode,
+                            (&mut max_depth, steps),
+                            counters,
+                        );
                     }
                     continue;
                 }
@@ -653,7 +667,7 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
                 }
             }
             if !batch.tests.is_empty() {
-                self.flush(wave, &mut batch, mode, (&mut max_depth, steps), counters);
+                self.flush::<H, AVX2>(wave, &mut batch, mode, (&mut max_depth, steps), counters);
             }
             // The eight-lane box tests read the extents from their column.
             #[cfg(target_arch = "x86_64")]
@@ -795,7 +809,7 @@ fn eight_ordered_boxes<'a>(
 #[derive(Default)]
 struct Gathered {
     tests: TriangleBatch,
-    lanes: [(usize, u32); LANES],
+    lanes: [(usize, u32); BATCH_LANES],
     shared: SharedPops,
     /// The lanes whose extent an accepted hit shrank in this step (bit i: lane i).
     shrunk: u64,
@@ -1045,7 +1059,7 @@ pub(crate) fn start_lane_checked<const W: usize, T: Traversal>(
 impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
     /// Runs the gathered triangle tests and lets each lane consume its dwords.
     #[inline(always)]
-    fn flush<const W: usize>(
+    fn flush<const W: usize, const AVX2: bool>(
         &self,
         wave: &mut Wave<W, LaneState<T::Lane>>,
         batch: &mut Gathered,
@@ -1053,7 +1067,17 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
         (max_depth, steps): (&mut usize, u32),
         counters: &mut Counters,
     ) {
-        let dwords = batch.tests.run(mode);
+        let mut dwords = [[0u32; 4]; BATCH_LANES];
+        #[cfg(target_arch = "x86_64")]
+        if AVX2 {
+            // SAFETY: AVX2 (so AVX) is set only where the CPU has AVX2, and this is its
+            // build of the loop (see `trace_waves_on`).
+            dwords = unsafe { batch.tests.run_avx(mode) };
+        } else {
+            dwords[..LANES].copy_from_slice(&batch.tests.run(mode));
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        dwords[..LANES].copy_from_slice(&batch.tests.run(mode));
         for (j, &(i, node)) in batch.lanes.iter().enumerate().take(batch.tests.len()) {
             self.after_triangle(
                 wave,
