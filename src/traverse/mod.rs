@@ -505,7 +505,7 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
                         max_depth = max_depth.max(traversal.stack_depth(&lane.trav));
                         match next {
                             Some(p) => {
-                                intersector.prefetch(p);
+                                intersector.prefetch_entry(p);
                                 wave.node[first..first + 8].fill(p);
                             }
                             None => {
@@ -1148,7 +1148,7 @@ fn go_on<const W: usize, L>(
     match next {
         Some(p) => {
             // The node's cache entry (a triangle's holds its primitive ids too).
-            intersector.prefetch(p);
+            intersector.prefetch_entry(p);
             wave.node[i] = p;
         }
         None => retire(wave, i, LaneStatus::Finished, steps),

@@ -329,6 +329,21 @@ impl<'a> WaveIntersector<'a> {
         }
     }
 
+    /// [`Self::prefetch`] without its checks, for the wave loops: the node cache's entry for
+    /// `ptr` (both lines), whatever the entry holds. Every tracer has a cache; without one,
+    /// or past its end, this prefetches an address that holds no node: a wasted hint, never
+    /// a fault.
+    ///
+    /// Why: the check of [`Self::prefetch`] for a cache (a load, a compare and a branch) ran
+    /// once a lane step, on a field the loop could not keep in a register.
+    #[inline(always)]
+    pub fn prefetch_entry(&self, ptr: u32) {
+        prefetch_two_lines(
+            self.fast.boxes.as_ptr() as *const u8,
+            (ptr >> 3) as usize * size_of::<CacheEntry>(),
+        );
+    }
+
     /// Hints the CPU to load the node `ptr` names (no effect on results): called by
     /// traversals as soon as a lane's next node is known, so that the load overlaps the
     /// other lanes' work.
