@@ -40,11 +40,11 @@ use crate::hw::instruction::LaneOutcome;
 use crate::hw::pointer::{NodePointer, NodeType};
 use crate::math::{Hit, Ray};
 use crate::wave::intersector::{
-    box_query, LaneRay, TriangleBatch, TriangleRay, BATCH_LANES, INVALID, LANES,
+    box_query, LaneRay, RayColumns, TriangleBatch, TriangleRay, BATCH_LANES, INVALID, LANES,
 };
 #[cfg(target_arch = "x86_64")]
 use crate::wave::intersector::{
-    box_query_eight, box_query_eight_nodes, box_query_pair, DecodedBox, RayColumns,
+    box_query_eight, box_query_eight_nodes, box_query_pair, DecodedBox,
 };
 use crate::wave::lanes::ray_is_active;
 use crate::wave::{td, InstructionCost, LaneStatus, Wave, WaveIntersector};
@@ -316,8 +316,8 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
         let mut rejected = 0u64;
         // Lanes whose box tests can never make a NaN product (`LaneStart::finite_slopes`).
         let mut finite_slopes = 0u64;
-        // The lanes' origins and inverse directions as columns, for `box_query_eight`.
-        #[cfg(target_arch = "x86_64")]
+        // The lanes' origins, inverse directions and extents as columns, for
+        // `box_query_eight` (only the x86-64 build reads them).
         let mut columns = RayColumns::default();
         let sort = intersector.descriptor.box_sort_enable;
         // Blocks of eight lanes that have taken the same steps from the root: only the
@@ -628,6 +628,7 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
                             &mut batch,
                             mode,
                             (&mut max_depth, steps),
+                            &mut columns,
                             counters,
                         );
                     }
@@ -653,7 +654,7 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
                         (i, node),
                         dwords,
                         (&mut max_depth, steps),
-                        (&SharedPops::default(), &mut batch.shrunk),
+                        (&SharedPops::default(), &mut columns),
                         counters,
                     ),
                     _ => {
@@ -667,20 +668,14 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
                 }
             }
             if !batch.tests.is_empty() {
-                self.flush::<H, AVX2>(wave, &mut batch, mode, (&mut max_depth, steps), counters);
-            }
-            // The eight-lane box tests read the extents from their column.
-            #[cfg(target_arch = "x86_64")]
-            let mut shrunk = core::mem::take(&mut batch.shrunk);
-            #[cfg(target_arch = "x86_64")]
-            while shrunk != 0 {
-                let i = shrunk.trailing_zeros() as usize;
-                shrunk &= shrunk - 1;
-                columns.set_extent(i, wave.ray[i].extent);
-            }
-            #[cfg(not(target_arch = "x86_64"))]
-            {
-                batch.shrunk = 0;
+                self.flush::<H, AVX2>(
+                    wave,
+                    &mut batch,
+                    mode,
+                    (&mut max_depth, steps),
+                    &mut columns,
+                    counters,
+                );
             }
             for (k, cost) in cost.iter_mut().enumerate() {
                 cost.triangle_tests += (batched & wave_mask[k]).count_ones();
@@ -811,8 +806,6 @@ struct Gathered {
     tests: TriangleBatch,
     lanes: [(usize, u32); BATCH_LANES],
     shared: SharedPops,
-    /// The lanes whose extent an accepted hit shrank in this step (bit i: lane i).
-    shrunk: u64,
 }
 
 /// Sets lane `i` up for `ray`, or leaves it off if `!(tmin <= tmax)` (a NaN `tmax` is left
@@ -1065,6 +1058,7 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
         batch: &mut Gathered,
         mode: TriangleReturnMode,
         (max_depth, steps): (&mut usize, u32),
+        columns: &mut RayColumns,
         counters: &mut Counters,
     ) {
         let mut dwords = [[0u32; 4]; BATCH_LANES];
@@ -1084,7 +1078,7 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
                 (i, node),
                 dwords[j],
                 (&mut *max_depth, steps),
-                (&batch.shared, &mut batch.shrunk),
+                (&batch.shared, &mut *columns),
                 counters,
             );
         }
@@ -1093,7 +1087,7 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
 
     /// Lane `i` tested triangle `node` and got `dwords` in step `steps`: offers the hit, then
     /// asks the strategy for the next node (none after an accepted hit of an any-hit query).
-    /// An accepted hit sets the lane's bit in `shrunk` (its extent shrank).
+    /// An accepted hit shrinks the lane's extent, in its register and in `columns`.
     #[inline(always)]
     fn after_triangle<const W: usize>(
         &self,
@@ -1101,7 +1095,7 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
         (i, node): (usize, u32),
         dwords: [u32; 4],
         (max_depth, steps): (&mut usize, u32),
-        (sharing, shrunk): (&SharedPops, &mut u64),
+        (sharing, columns): (&SharedPops, &mut RayColumns),
         counters: &mut Counters,
     ) {
         let lane = &mut wave.state[i];
@@ -1113,7 +1107,9 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
             counters.trav_hits_accepted += 1;
             // The current closest t becomes the ray extent.
             wave.ray[i].extent = t;
-            *shrunk |= 1 << i;
+            // Written here, in the branch the hit takes anyway: a mask of the lanes to
+            // update after the step cost a loop whose exit the CPU mispredicted.
+            columns.set_extent(i, t);
             done = self.query == Query::AnyHit;
         }
         let next = if done {
