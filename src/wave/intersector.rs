@@ -8,7 +8,8 @@
 //! - A box query tests the lane's four child boxes at once: vector element c is child c.
 //!   Ray values are lane-uniform and broadcast.
 //! - Triangle queries are gathered across lanes: vector element j is the j-th lane that
-//!   asked for a triangle in this instruction, four lanes per vector step.
+//!   asked for a triangle in this instruction, four lanes per vector step (eight, in one AVX
+//!   vector, in the AVX2 wave loop: [`TriangleBatch::run_avx`]).
 //!
 //! All arithmetic is f32, one rounding per operation, no FMA (`wide`'s `+ - *` are plain
 //! IEEE operations; `mul_add` is never used). minNum/maxNum (NaN dropped) come from `wide`'s
@@ -1223,8 +1224,8 @@ impl TriangleBatch {
     ///
     /// Why: the AVX2 wave loop gathers the triangle lanes of a step and tests them when the
     /// batch is full and at the step's end. With four per test, the step's last test ran
-    /// on 1.7 lanes on average (bunny's camera rays); with eight, the shared scenes' ray
-    /// sets need about 35-40 % fewer tests, at about the same host instructions each.
+    /// on 1.7 lanes on average (bunny's primary rays); with eight, the shared scenes' ray
+    /// sets need 34-42 % fewer tests, at about the same host instructions each.
     ///
     /// # Safety
     /// The CPU must support AVX, and the caller be compiled with it (this is inlined there,
