@@ -392,6 +392,19 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
         let mut steps = 0u32;
         // Each box lane's result in the current step: children and valid mask.
         let mut box_results = [([0u32; 4], 0u32); H];
+        // Tests the gathered triangle lanes and lets each consume its result.
+        macro_rules! flush {
+            () => {
+                self.flush::<H, AVX2>(
+                    wave,
+                    &mut batch,
+                    mode,
+                    (&mut max_depth, steps),
+                    &mut columns,
+                    counters,
+                )
+            };
+        }
         while wave.exec != 0 {
             steps += 1;
             let issued = wave_mask.map(|m| (wave.exec & m).count_ones());
@@ -623,14 +636,7 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
                         batch.tests.is_full()
                     };
                     if full {
-                        self.flush::<H, AVX2>(
-                            wave,
-                            &mut batch,
-                            mode,
-                            (&mut max_depth, steps),
-                            &mut columns,
-                            counters,
-                        );
+                        flush!();
                     }
                     continue;
                 }
@@ -668,14 +674,7 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
                 }
             }
             if !batch.tests.is_empty() {
-                self.flush::<H, AVX2>(
-                    wave,
-                    &mut batch,
-                    mode,
-                    (&mut max_depth, steps),
-                    &mut columns,
-                    counters,
-                );
+                flush!();
             }
             for (k, cost) in cost.iter_mut().enumerate() {
                 cost.triangle_tests += (batched & wave_mask[k]).count_ones();
