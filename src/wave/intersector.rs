@@ -613,9 +613,7 @@ struct EightNodes<'a, 'b>(&'b [&'a DecodedBox; 8]);
 
 #[cfg(target_arch = "x86_64")]
 impl EightNodes<'_, '_> {
-    /// Vector c holds element c of `row(node)` for the eight nodes (lane k's in element k):
-    /// lanes k and k + 4 load into one vector (low and high half), then a 4x4 transpose runs
-    /// in each half.
+    /// Vector c holds element c of `row(node)` for the eight nodes (lane k's in element k).
     ///
     /// # Safety
     /// AVX (the caller's promise).
@@ -624,30 +622,54 @@ impl EightNodes<'_, '_> {
         &self,
         row: impl Fn(&DecodedBox) -> &[f32; 4],
     ) -> [core::arch::x86_64::__m256; 4] {
-        use core::arch::x86_64::*;
         let n = self.0;
-        // SAFETY: AVX (the caller's promise); 16-byte loads of `[f32; 4]`s.
+        // SAFETY: AVX (the caller's promise).
         unsafe {
-            macro_rules! pair {
-                ($k:expr) => {
-                    _mm256_insertf128_ps::<1>(
-                        _mm256_castps128_ps256(_mm_loadu_ps(row(n[$k]).as_ptr())),
-                        _mm_loadu_ps(row(n[$k + 4]).as_ptr()),
-                    )
-                };
-            }
-            let (r0, r1, r2, r3) = (pair!(0), pair!(1), pair!(2), pair!(3));
-            let t0 = _mm256_unpacklo_ps(r0, r1);
-            let t1 = _mm256_unpackhi_ps(r0, r1);
-            let t2 = _mm256_unpacklo_ps(r2, r3);
-            let t3 = _mm256_unpackhi_ps(r2, r3);
-            [
-                _mm256_shuffle_ps::<0b01_00_01_00>(t0, t2),
-                _mm256_shuffle_ps::<0b11_10_11_10>(t0, t2),
-                _mm256_shuffle_ps::<0b01_00_01_00>(t1, t3),
-                _mm256_shuffle_ps::<0b11_10_11_10>(t1, t3),
-            ]
+            transpose_eight_rows([
+                row(n[0]),
+                row(n[1]),
+                row(n[2]),
+                row(n[3]),
+                row(n[4]),
+                row(n[5]),
+                row(n[6]),
+                row(n[7]),
+            ])
         }
+    }
+}
+
+/// Eight rows of four f32 as four columns: element k of column c is `rows[k][c]`. Rows k
+/// and k + 4 load into one vector (low and high half), then a 4x4 transpose runs in each
+/// half. ([`EightNodes`]' node planes and [`TriangleBatch::run_avx`]'s lane rows.)
+///
+/// # Safety
+/// AVX, with the caller compiled for it (this is inlined there).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn transpose_eight_rows(rows: [&[f32; 4]; 8]) -> [core::arch::x86_64::__m256; 4] {
+    use core::arch::x86_64::*;
+    // SAFETY: AVX (the caller's promise); 16-byte loads of `[f32; 4]`s.
+    unsafe {
+        macro_rules! pair {
+            ($k:expr) => {
+                _mm256_insertf128_ps::<1>(
+                    _mm256_castps128_ps256(_mm_loadu_ps(rows[$k].as_ptr())),
+                    _mm_loadu_ps(rows[$k + 4].as_ptr()),
+                )
+            };
+        }
+        let (r0, r1, r2, r3) = (pair!(0), pair!(1), pair!(2), pair!(3));
+        let t0 = _mm256_unpacklo_ps(r0, r1);
+        let t1 = _mm256_unpackhi_ps(r0, r1);
+        let t2 = _mm256_unpacklo_ps(r2, r3);
+        let t3 = _mm256_unpackhi_ps(r2, r3);
+        [
+            _mm256_shuffle_ps::<0b01_00_01_00>(t0, t2),
+            _mm256_shuffle_ps::<0b11_10_11_10>(t0, t2),
+            _mm256_shuffle_ps::<0b01_00_01_00>(t1, t3),
+            _mm256_shuffle_ps::<0b11_10_11_10>(t1, t3),
+        ]
     }
 }
 
@@ -1186,37 +1208,21 @@ impl TriangleBatch {
         triangle_dwords(self, mode, columns)
     }
 
-    /// Row `r` of up to eight gathered lanes as three AVX columns (x, y, z): rows j and
-    /// j + 4 load into one vector (low and high half), then a 4x4 transpose runs in each
-    /// half.
+    /// Row `r` of up to eight gathered lanes as three AVX columns (x, y, z).
     ///
     /// # Safety
     /// AVX, as [`Self::run_avx`].
     #[cfg(target_arch = "x86_64")]
     #[inline(always)]
     unsafe fn columns_avx(&self, r: usize) -> [Avx8; 3] {
-        use core::arch::x86_64::*;
-        // SAFETY: AVX (the caller's promise); unaligned 16-byte loads of the eight rows.
-        unsafe {
-            macro_rules! pair {
-                ($j:expr) => {
-                    _mm256_insertf128_ps::<1>(
-                        _mm256_castps128_ps256(_mm_loadu_ps(self.rows[$j][r].as_ptr())),
-                        _mm_loadu_ps(self.rows[$j + 4][r].as_ptr()),
-                    )
-                };
-            }
-            let (a, b, c, d) = (pair!(0), pair!(1), pair!(2), pair!(3));
-            let ab_lo = _mm256_unpacklo_ps(a, b);
-            let cd_lo = _mm256_unpacklo_ps(c, d);
-            let ab_hi = _mm256_unpackhi_ps(a, b);
-            let cd_hi = _mm256_unpackhi_ps(c, d);
-            [
-                Avx8(_mm256_shuffle_ps::<0b01_00_01_00>(ab_lo, cd_lo)),
-                Avx8(_mm256_shuffle_ps::<0b11_10_11_10>(ab_lo, cd_lo)),
-                Avx8(_mm256_shuffle_ps::<0b01_00_01_00>(ab_hi, cd_hi)),
-            ]
-        }
+        let b = &self.rows;
+        // SAFETY: AVX (the caller's promise).
+        let [x, y, z, _] = unsafe {
+            transpose_eight_rows([
+                &b[0][r], &b[1][r], &b[2][r], &b[3][r], &b[4][r], &b[5][r], &b[6][r], &b[7][r],
+            ])
+        };
+        [Avx8(x), Avx8(y), Avx8(z)]
     }
 
     /// [`Self::run`] for up to [`BATCH_LANES`] gathered lanes, eight per AVX vector: the
