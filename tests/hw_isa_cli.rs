@@ -112,3 +112,25 @@ fn output_keeps_fields_and_adds_got() {
     // Written through a temporary name: nothing else left in the directory.
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
 }
+
+#[test]
+fn input_that_is_not_text_names_its_line_and_writes_no_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("vectors.jsonl");
+    let mut bytes = sample_lines(2).join("\n").into_bytes();
+    bytes.extend_from_slice(b"\n\xff\xfe not UTF-8\n");
+    std::fs::write(&input, bytes).unwrap();
+    let out_path = dir.path().join("got.jsonl");
+    let (code, _, err) = isa(&[input.to_str().unwrap(), "--out", out_path.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("vectors.jsonl:3:") && err.contains("UTF-8"),
+        "{err}"
+    );
+    // The two good lines were run, but no output file (and no partial one) is left.
+    let names: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, ["vectors.jsonl"], "{names:?}");
+}

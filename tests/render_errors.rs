@@ -7,7 +7,8 @@ mod common;
 use common::repo_path;
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
-use wavetrace::render::{partial_path, write_atomic, write_image, Control, Image, RenderOptions};
+use wavetrace::outfile::{partial_path, write_atomic};
+use wavetrace::render::{write_image, Control, Image, RenderOptions};
 use wavetrace::scene::{MaterialKind, Scene};
 use wavetrace::Error;
 

@@ -2,12 +2,12 @@
 //! validator's verdict (exit 1 if invalid); optionally dump the image.
 
 use clap::ValueEnum;
-use std::io::Write;
 use std::path::PathBuf;
 use std::time::Instant;
 use wavetrace::bvh::{self, BoxFormat, BuildOptions, Mesh, NodeOrder};
 use wavetrace::hw::TriangleReturnMode;
-use wavetrace::{Error, Result};
+use wavetrace::outfile::write_bytes_atomic;
+use wavetrace::Result;
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum BoxArg {
@@ -122,7 +122,7 @@ pub fn run(args: BvhArgs) -> Result<i32> {
     let validate_seconds = start.elapsed().as_secs_f64();
 
     if let Some(path) = &args.dump {
-        write_atomically(path, &built.image.bytes)?;
+        write_bytes_atomic(path, &built.image.bytes)?;
     }
 
     let m = &built.metrics;
@@ -206,20 +206,6 @@ pub fn run(args: BvhArgs) -> Result<i32> {
 }
 
 /// Writes `bytes` to a temporary name beside `path`, then renames it into place.
-fn write_atomically(path: &std::path::Path, bytes: &[u8]) -> Result<()> {
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(format!(".tmp{}", std::process::id()));
-    let tmp = PathBuf::from(tmp);
-    let result = std::fs::File::create(&tmp)
-        .and_then(|mut f| f.write_all(bytes).and_then(|_| f.sync_all()))
-        .and_then(|_| std::fs::rename(&tmp, path));
-    if let Err(e) = result {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(Error::io(path, e));
-    }
-    Ok(())
-}
-
 /// User + system CPU time of this process so far, from `/proc/self/stat` (Linux), assuming
 /// the usual 100 clock ticks per second.
 fn process_cpu_seconds() -> Option<f64> {

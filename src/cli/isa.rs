@@ -14,6 +14,7 @@ use serde_json::Value;
 use wavetrace::hw::{
     image_bvh64_intersect_ray, BvhDescriptor, MappedMemory, NodePointer, NodeType, RayRegisters,
 };
+use wavetrace::outfile::write_atomic;
 use wavetrace::{Error, Result};
 
 #[derive(clap::Args)]
@@ -56,28 +57,69 @@ pub fn run(args: IsaArgs) -> Result<i32> {
         ),
     };
 
-    // Output: the given file (through a temporary name), else stdout unless checking.
-    let tmp_out = args.out.as_ref().map(|p| temporary_name(p));
-    let mut out: Option<Box<dyn Write>> = match &tmp_out {
-        Some(tmp) => Some(Box::new(BufWriter::new(
-            File::create(tmp).map_err(|e| Error::io(tmp, e))?,
-        ))),
-        None if !args.check => Some(Box::new(BufWriter::new(io::stdout().lock()))),
-        None => None,
+    // Output: the given file (whole or not at all), else stdout unless checking.
+    let tally = match &args.out {
+        Some(path) => {
+            let mut tally = Tally::default();
+            write_atomic(path, |w| {
+                tally = run_vectors(&name, reader, Some((w, path)), args.check)?;
+                Ok(())
+            })?;
+            tally
+        }
+        None if !args.check => {
+            let mut stdout = BufWriter::new(io::stdout().lock());
+            let tally = run_vectors(
+                &name,
+                reader,
+                Some((&mut stdout, Path::new("<stdout>"))),
+                false,
+            )?;
+            stdout.flush().map_err(|e| Error::io("<stdout>", e))?;
+            tally
+        }
+        None => run_vectors(&name, reader, None, true)?,
     };
-    let out_name = args.out.clone().unwrap_or_else(|| "<stdout>".into());
 
+    if args.check {
+        let mut summary = format!(
+            "{} passed, {} failed",
+            tally.passed,
+            tally.failed + tally.malformed
+        );
+        if tally.unchecked > 0 {
+            summary += &format!(", {} without expect", tally.unchecked);
+        }
+        println!("{summary}");
+        return Ok(i32::from(tally.failed + tally.malformed > 0));
+    }
+    Ok(i32::from(tally.malformed > 0))
+}
+
+/// Runs every vector of `reader` (named `name` in messages), writes each object with its
+/// `"got"` to `out` (a writer and its name for messages) and, with `check`, prints each
+/// mismatch to stderr.
+fn run_vectors(
+    name: &Path,
+    reader: Box<dyn Read>,
+    mut out: Option<(&mut dyn Write, &Path)>,
+    check: bool,
+) -> Result<Tally> {
     let mut tally = Tally::default();
     for (index, line) in BufReader::new(reader).lines().enumerate() {
         let line_no = index + 1;
-        let line = line.map_err(|e| Error::io(&name, e))?;
+        let line = line.map_err(|e| match e.kind() {
+            // Not text: name the line, as for any other malformed input.
+            io::ErrorKind::InvalidData => Error::parse(name, line_no, e.to_string()),
+            _ => Error::io(name, e),
+        })?;
         if line.trim().is_empty() {
             continue;
         }
         let emitted = match parse_line(&line) {
             Err(message) => {
                 tally.malformed += 1;
-                let err = Error::parse(&name, line_no, message);
+                let err = Error::parse(name, line_no, message);
                 eprintln!("error: {err}");
                 serde_json::json!({ "line": line_no, "error": err.to_string() }).to_string()
             }
@@ -99,7 +141,7 @@ pub fn run(args: IsaArgs) -> Result<i32> {
                     Some(expect) if expect == got => tally.passed += 1,
                     Some(expect) => {
                         tally.failed += 1;
-                        if args.check {
+                        if check {
                             let cat = object.get("cat").and_then(Value::as_str).unwrap_or("?");
                             eprintln!(
                                 "FAIL {}:{line_no} (cat {cat}): expected {}, got {}",
@@ -113,38 +155,11 @@ pub fn run(args: IsaArgs) -> Result<i32> {
                 with_got(&line, object, &got)
             }
         };
-        if let Some(w) = out.as_mut() {
-            writeln!(w, "{emitted}").map_err(|e| Error::io(&out_name, e))?;
+        if let Some((w, out_name)) = out.as_mut() {
+            writeln!(w, "{emitted}").map_err(|e| Error::io(*out_name, e))?;
         }
     }
-    if let Some(mut w) = out.take() {
-        w.flush().map_err(|e| Error::io(&out_name, e))?;
-    }
-    drop(out);
-    if let (Some(tmp), Some(dst)) = (&tmp_out, &args.out) {
-        std::fs::rename(tmp, dst).map_err(|e| Error::io(dst, e))?;
-    }
-
-    if args.check {
-        let mut summary = format!(
-            "{} passed, {} failed",
-            tally.passed,
-            tally.failed + tally.malformed
-        );
-        if tally.unchecked > 0 {
-            summary += &format!(", {} without expect", tally.unchecked);
-        }
-        println!("{summary}");
-        return Ok(i32::from(tally.failed + tally.malformed > 0));
-    }
-    Ok(i32::from(tally.malformed > 0))
-}
-
-/// `FILE` -> `FILE.tmp` beside it.
-fn temporary_name(path: &Path) -> PathBuf {
-    let mut name = path.as_os_str().to_owned();
-    name.push(".tmp");
-    PathBuf::from(name)
+    Ok(tally)
 }
 
 fn hex_words(words: &[u32; 4]) -> String {

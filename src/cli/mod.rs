@@ -87,13 +87,12 @@ fn default_sigpipe() {
     }
 }
 
-/// Writes `value` as pretty JSON (and a final newline) to `path`, through a temporary file
-/// and a rename.
+/// Writes `value` as pretty JSON (and a final newline) to `path`, whole or not at all.
 fn write_json(path: &std::path::Path, value: &impl serde::Serialize) -> wavetrace::Result<()> {
     let mut json = serde_json::to_string_pretty(value)
         .map_err(|e| wavetrace::Error::Other(format!("cannot encode {}: {e}", path.display())))?;
     json.push('\n');
-    wavetrace::traverse::rayfile::write_atomically(path, json.as_bytes())
+    wavetrace::outfile::write_bytes_atomic(path, json.as_bytes())
 }
 
 /// The rayon pool for a command's `--threads` (all cores when absent; 0 is refused).

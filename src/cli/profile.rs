@@ -9,9 +9,10 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use wavetrace::bvh::Mesh;
 use wavetrace::hw::peak::ConsoleConfig;
+use wavetrace::outfile::write_bytes_atomic;
 use wavetrace::profile::{self, heatmap, rays::PinholeCamera, QueryKind, RayKind, RaySet};
 use wavetrace::scene::Scene;
-use wavetrace::traverse::rayfile::{read_rays, write_atomically};
+use wavetrace::traverse::rayfile::read_rays;
 use wavetrace::{Error, Result};
 
 #[derive(clap::Args)]
@@ -183,12 +184,12 @@ pub fn run(args: ProfileArgs) -> Result<i32> {
     );
 
     if let Some(path) = &args.csv {
-        write_atomically(path, profile::to_csv(&report).as_bytes())?;
+        write_bytes_atomic(path, profile::to_csv(&report).as_bytes())?;
     }
     if let Some(path) = &args.json {
         let text = serde_json::to_string_pretty(&report)
             .map_err(|e| Error::Other(format!("cannot encode the report: {e}")))?;
-        write_atomically(path, text.as_bytes())?;
+        write_bytes_atomic(path, text.as_bytes())?;
     }
     if let Some(dir) = &args.heatmaps {
         if args.rays != "primary" {
@@ -217,7 +218,7 @@ fn write_heatmaps(
         )
         .map_err(|e| Error::Other(format!("cannot encode the heatmap PNG: {e}")))?;
         let path = dir.join(format!("{}.png", v.name));
-        write_atomically(&path, &bytes)?;
+        write_bytes_atomic(&path, &bytes)?;
     }
     let mut out = std::io::stdout().lock();
     let _ = writeln!(

@@ -6,9 +6,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use wavetrace::hw::peak::ConsoleConfig;
+use wavetrace::outfile::write_atomic;
 use wavetrace::render::{
-    self, build_wave_tracer, heatmap_rgb8, write_atomic, Control, ImageFormat, RenderOptions,
-    RenderProgress,
+    self, build_wave_tracer, heatmap_rgb8, Control, ImageFormat, RenderOptions, RenderProgress,
 };
 use wavetrace::scene::Scene;
 use wavetrace::wave::WaveWidth;

@@ -2,6 +2,7 @@
 
 use clap::{Args, Subcommand};
 use std::path::{Path, PathBuf};
+use wavetrace::outfile::write_bytes_atomic;
 use wavetrace::tiling::{
     reference, rgba8_mip_chain, Console, Dimension, Format, Layout, SurfaceDesc, SwizzleMode,
 };
@@ -302,15 +303,6 @@ fn is_png(p: &Path) -> bool {
         .is_some_and(|e| e.eq_ignore_ascii_case("png"))
 }
 
-fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let tmp = path.with_extension(format!(
-        "{}.tmp",
-        path.extension().and_then(|e| e.to_str()).unwrap_or("out")
-    ));
-    std::fs::write(&tmp, bytes).map_err(|e| Error::io(&tmp, e))?;
-    std::fs::rename(&tmp, path).map_err(|e| Error::io(path, e))
-}
-
 fn convert(a: ConvertArgs, to_tiled: bool) -> Result<i32> {
     let png_in = to_tiled && is_png(&a.input);
     let (input, png_size) = if png_in {
@@ -344,7 +336,7 @@ fn convert(a: ConvertArgs, to_tiled: bool) -> Result<i32> {
         let tiled = l
             .swizzle(&linear)
             .map_err(|e| Error::field(a.input.display().to_string(), e.to_string()))?;
-        write_atomic(&a.output, &tiled)?;
+        write_bytes_atomic(&a.output, &tiled)?;
         println!(
             "{}: {} bytes linear -> {} bytes {} ({})",
             a.output.display(),
@@ -370,9 +362,9 @@ fn convert(a: ConvertArgs, to_tiled: bool) -> Result<i32> {
             let mut png = Vec::new();
             img.write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png)
                 .map_err(|e| Error::Other(format!("PNG encoding failed: {e}")))?;
-            write_atomic(&a.output, &png)?;
+            write_bytes_atomic(&a.output, &png)?;
         } else {
-            write_atomic(&a.output, &linear)?;
+            write_bytes_atomic(&a.output, &linear)?;
         }
         println!(
             "{}: {} bytes {} -> {} bytes linear",

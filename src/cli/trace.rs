@@ -11,7 +11,8 @@ use wavetrace::counters::report::Report;
 use wavetrace::counters::Counters;
 use wavetrace::hw::peak::{SERIES_S, SERIES_X};
 use wavetrace::math::Hit;
-use wavetrace::traverse::rayfile::{encode_hits, read_rays, write_atomically};
+use wavetrace::outfile::write_bytes_atomic;
+use wavetrace::traverse::rayfile::{encode_hits, read_rays};
 use wavetrace::traverse::{Schedule, SimdPath, Strategy, WaveTracer, WaveTracerConfig};
 use wavetrace::wave::{Tracer, WaveWidth};
 use wavetrace::{Error, Result};
@@ -173,7 +174,7 @@ pub fn run(args: TraceArgs) -> Result<i32> {
             *hit = bvh::refine_hit_distance(&mesh, ray, *hit);
         }
     }
-    write_atomically(&args.out, &encode_hits(&hits))?;
+    write_bytes_atomic(&args.out, &encode_hits(&hits))?;
     let report = Report::new(
         &counters,
         trace_seconds,

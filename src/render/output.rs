@@ -1,43 +1,12 @@
-//! Writing images: PNG (sRGB, 8 bit) and EXR (linear f32), always to a temporary file that
-//! is renamed over the target only once complete.
+//! Writing images: PNG (sRGB, 8 bit) and EXR (linear f32), always whole or not at all
+//! ([`crate::outfile`]).
 
 use super::Image;
+use crate::outfile::write_atomic;
 use crate::scene::linear_to_srgb8;
 use crate::{Error, Result};
 use std::io::Write;
-use std::path::{Path, PathBuf};
-
-/// The temporary name [`write_atomic`] writes to before renaming: `.NAME.partial` beside
-/// the target.
-pub fn partial_path(path: &Path) -> PathBuf {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "output".into());
-    path.with_file_name(format!(".{name}.partial"))
-}
-
-/// Writes `path` through `produce`: the bytes go to [`partial_path`], which is flushed,
-/// synced and renamed onto `path` only when `produce` succeeds. On any error the partial
-/// file is removed and `path` is left as it was.
-pub fn write_atomic(path: &Path, produce: impl FnOnce(&mut dyn Write) -> Result<()>) -> Result<()> {
-    let tmp = partial_path(path);
-    let result = (|| {
-        let file = std::fs::File::create(&tmp).map_err(|e| Error::io(&tmp, e))?;
-        let mut w = std::io::BufWriter::new(file);
-        produce(&mut w)?;
-        let file = w
-            .into_inner()
-            .map_err(|e| Error::io(&tmp, e.into_error()))?;
-        file.sync_all().map_err(|e| Error::io(&tmp, e))?;
-        drop(file);
-        std::fs::rename(&tmp, path).map_err(|e| Error::io(path, e))
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
-}
+use std::path::Path;
 
 /// Output formats, chosen by file extension.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

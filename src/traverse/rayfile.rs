@@ -7,7 +7,6 @@
 use crate::error::{Error, Result};
 use crate::math::{Hit, Ray};
 use glam::Vec3;
-use std::io::Write;
 use std::path::Path;
 
 /// Bytes per ray in a ray file.
@@ -97,27 +96,6 @@ pub fn encode_hits(hits: &[Hit]) -> Vec<u8> {
         out.extend_from_slice(&id.to_le_bytes());
     }
     out
-}
-
-/// Writes `bytes` to `path` through a temporary file in the same directory, then renames.
-pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
-    let file_name = path
-        .file_name()
-        .ok_or_else(|| Error::Other(format!("{}: not a file name", path.display())))?;
-    let mut tmp_name = std::ffi::OsString::from(".");
-    tmp_name.push(file_name);
-    tmp_name.push(format!(".tmp{}", std::process::id()));
-    let tmp = path.with_file_name(tmp_name);
-    let result = (|| {
-        let mut f = std::fs::File::create(&tmp).map_err(|e| Error::io(&tmp, e))?;
-        f.write_all(bytes).map_err(|e| Error::io(&tmp, e))?;
-        f.sync_all().map_err(|e| Error::io(&tmp, e))?;
-        std::fs::rename(&tmp, path).map_err(|e| Error::io(path, e))
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
 }
 
 #[cfg(test)]
