@@ -191,3 +191,63 @@ fn dragon_diffuse_matches_the_scalar_reference(
     );
     assert!((share - recorded).abs() < 0.02, "{share} vs {recorded}");
 }
+
+/// The bunny scaled by 2^14 (coordinates up to about 1.6e5, past 65504, the largest finite
+/// FP16 value) and by 2^-18 (every box bound in FP16's subnormal range), with FP16 and mixed
+/// boxes. A power-of-two scale is exact in f32, so Embree's reference hits hold for the
+/// scaled scene and rays with t scaled the same way: FP16 bounds must round outwards (to
+/// infinity past 65504, through the subnormals near zero) and the triangle test must not
+/// depend on the scene's scale. The same agreement rule as the shipped scenes.
+#[test]
+fn bunny_scaled_past_the_fp16_range_agrees_with_embree() {
+    let dir = scenes();
+    let mesh = Mesh::load_obj(&dir.join("bunny.obj.gz")).unwrap();
+    let rays = read_rays(&dir.join("bunny_primary.rays")).unwrap();
+    let hits_path = dir.join("bunny_primary.hits");
+    let reference = parse_hits(&hits_path, &std::fs::read(&hits_path).unwrap()).unwrap();
+    let agree = std::fs::read(dir.join("bunny_primary.agree")).unwrap();
+    for scale in [16384.0f32, 1.0 / 262_144.0] {
+        let triangles: Vec<[[f32; 3]; 3]> = (0..mesh.len() as u32)
+            .map(|i| mesh.triangle(i).map(|v| v.map(|c| c * scale)))
+            .collect();
+        let scaled = Mesh::from_triangles(&triangles);
+        let scaled_rays: Vec<Ray> = rays
+            .iter()
+            .map(|r| Ray {
+                origin: r.origin * scale,
+                ..*r
+            })
+            .collect();
+        for box_format in [BoxFormat::Fp16, BuildOptions::default().box_format] {
+            let options = BuildOptions {
+                box_format,
+                ..Default::default()
+            };
+            let built = build(&scaled, &options).unwrap();
+            let tracer = WaveTracer::new(&built.image, &scaled, WaveTracerConfig::default());
+            let mut hits = vec![Hit::MISS; rays.len()];
+            tracer.closest_hits(&scaled_rays, &mut hits, None, &mut Counters::default());
+            let (mut considered, mut agreeing) = (0u32, 0u32);
+            for (i, h) in hits.iter().enumerate() {
+                if agree[i] != 10 {
+                    continue;
+                }
+                considered += 1;
+                let (t_ref, id_ref) = reference[i];
+                let t_ref = f64::from(t_ref) * f64::from(scale);
+                let ok = if id_ref == u32::MAX {
+                    !h.is_hit()
+                } else {
+                    h.is_hit() && (f64::from(h.t) - t_ref).abs() <= 1e-4 * t_ref.abs()
+                };
+                agreeing += u32::from(ok);
+            }
+            eprintln!("bunny x {scale} ({box_format:?}): {agreeing}/{considered} agree");
+            assert!(considered > 60_000);
+            assert!(
+                f64::from(agreeing) >= 0.9999 * f64::from(considered),
+                "bunny x {scale} ({box_format:?}): only {agreeing}/{considered} agree"
+            );
+        }
+    }
+}
