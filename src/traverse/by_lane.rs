@@ -23,16 +23,35 @@
 //! instruction count (callgrind: 106 M vs 103 M on bunny primary). One lane's steps form one
 //! dependency chain (the next node comes out of the sort of the last box test), which lockstep
 //! overlaps across the lanes of a wave.
+//!
+//! The lockstep loop uses it for a wave's last lanes, though: once at most two lanes of the
+//! host's waves are left in exec, they run alone to their ends here
+//! ([`WaveRun::finish_lanes_alone`]). A wave's last steps often run one or two lanes, and a
+//! lockstep step costs the host its set-up and mispredicted loop exits whatever its number
+//! of lanes (measured 1.01-1.02x on the shared ray sets). So the lockstep and lane-by-lane
+//! schedules share this module's per-lane step ([`WaveRun::run_lane_alone`]) for those last
+//! steps; the stream schedule (`traverse::stream`), which shares none of it, still gives the
+//! same hits and counters (`tests/profile_equivalence.rs`).
 
-use super::{count_wave, lane_ray, LaneHit, LaneOutput, PrimitiveIds, Query, Traversal, WaveRun};
+use super::{
+    count_wave, lane_ray, LaneHit, LaneOutput, LaneState, PrimitiveIds, Query, Traversal, WaveRun,
+};
 use crate::counters::Counters;
-use crate::hw::instruction::LaneOutcome;
+use crate::hw::instruction::{InactiveReason, LaneOutcome};
 use crate::math::Ray;
 use crate::wave::intersector::LaneRay;
 use crate::wave::intersector::{box_query, TriangleBatch, TriangleRay};
 use crate::wave::lanes::ray_is_active;
 use crate::wave::td::{LaneTotals, WaveCost};
-use crate::wave::InstructionCost;
+use crate::wave::{InstructionCost, LaneStatus, Wave};
+
+/// What one lane did when run alone ([`WaveRun::run_lane_alone`]).
+pub(super) struct LaneRun {
+    /// Steps it took, the last included.
+    pub steps: u32,
+    /// Why the instruction turned it off, when it did (else it finished).
+    pub deactivated: Option<InactiveReason>,
+}
 
 /// Scratch of the lane-by-lane schedule, reused between waves (no allocation once warm).
 #[derive(Default)]
@@ -57,13 +76,10 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
         out: &mut [LaneOutput],
         counters: &mut Counters,
     ) {
-        let (intersector, traversal, root) = (self.intersector, self.traversal, self.root);
+        let (traversal, root) = (self.traversal, self.root);
         assert!(rays.len() <= W && out.len() >= rays.len());
         count_wave(counters, W, rays.len());
 
-        let mode = intersector.descriptor.triangle_return_mode;
-        let sort = intersector.descriptor.box_sort_enable;
-        let grow = intersector.grow();
         let mut totals = LaneTotals::default();
         let mut max_depth = 0usize;
         // Longest lane, and longest lane that was tested at every one of its steps.
@@ -89,60 +105,17 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
             // first step, which retires it; a lane's registers change only by a finite extent,
             // so a lane that passes here passes at every step.
             let active = ray_is_active(&regs);
-            let mut node = traversal.begin(lane, root);
-            let mut steps = 0u32;
+            let node = traversal.begin(lane, root);
             untested.clear();
-            loop {
-                steps += 1;
-                // The direct lookups: a cached box node, else a mapped triangle node (types
-                // 0-3); anything else takes the general path.
-                let boxed = (active && node & 6 == 4)
-                    .then(|| intersector.cached_box_of_box_pointer(node))
-                    .flatten();
-                let triangle = || {
-                    (active && node & 4 == 0)
-                        .then(|| intersector.mapped_triangle(node))
-                        .flatten()
-                };
-                let next = if let Some(b) = boxed {
-                    let mut children = [0u32; 4];
-                    let valid = box_query(b, &regs, grow, sort, &mut children);
-                    totals.box_queries += 1;
-                    totals.aabb_useful += b.useful_slots() as u64;
-                    hit.clocks += 1;
-                    traversal.after_box_masked(lane, node, children, valid)
-                } else if let Some(bytes) = triangle() {
-                    let mut batch = TriangleBatch::default();
-                    batch.push_prepared(bytes, (node & 3) as usize, &tri_ray);
-                    let dwords = batch.run(mode)[0];
-                    totals.triangle_tests += 1;
-                    self.lane_after_triangle(lane, node, dwords, &mut regs, &mut hit, counters)
-                } else {
-                    // Everything else: inactive registers, user nodes, the bounds check,
-                    // unmapped memory, uncached boxes.
-                    let mut cost = InstructionCost::default();
-                    let (dwords, outcome) = intersector.lane_general(node, &regs, &mut cost);
-                    totals.add(&cost);
-                    if cost.box_queries + cost.triangle_tests == 0 {
-                        untested.push(steps);
-                    }
-                    match outcome {
-                        LaneOutcome::Inactive(_) => None,
-                        LaneOutcome::Tested if node & 6 == 4 => {
-                            hit.clocks += 1;
-                            traversal.after_box(lane, node, dwords)
-                        }
-                        LaneOutcome::Tested => self
-                            .lane_after_triangle(lane, node, dwords, &mut regs, &mut hit, counters),
-                        _ => traversal.after_leaf(lane, node),
-                    }
-                };
-                max_depth = max_depth.max(traversal.stack_depth(lane));
-                match next {
-                    Some(p) => node = p,
-                    None => break,
-                }
-            }
+            let run = self.run_lane_alone(
+                (lane, node),
+                (&mut regs, &tri_ray, active),
+                &mut hit,
+                (&mut totals, untested),
+                &mut max_depth,
+                counters,
+            );
+            let steps = run.steps;
             max_steps = max_steps.max(steps);
             totals.lane_steps += steps as u64;
             if untested.is_empty() {
@@ -158,6 +131,157 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
         WaveCost::from_lane_totals(W, max_steps as u64, clean_max as u64 + later, &totals)
             .charge(counters, wave_index);
         counters.trav_max_stack_depth = counters.trav_max_stack_depth.max(max_depth as u64);
+    }
+
+    /// Runs one lane from `node` to its end, alone: each step one query (a cached box, a
+    /// mapped triangle, else the general path), its costs added to `totals`, the steps at
+    /// which nothing was tested pushed to `untested` (numbered from 1 for the first step
+    /// of this call). The lane's state is `lane` (the strategy's), `regs` (its registers;
+    /// an accepted hit shrinks the extent), `tri_ray` and `hit`; `hit.clocks` grows by one a
+    /// tested step. `active`: the instruction accepts the registers ([`ray_is_active`]).
+    #[inline(always)]
+    pub(super) fn run_lane_alone(
+        &self,
+        (lane, mut node): (&mut T::Lane, u32),
+        (regs, tri_ray, active): (&mut LaneRay, &TriangleRay, bool),
+        hit: &mut LaneHit,
+        (totals, untested): (&mut LaneTotals, &mut Vec<u32>),
+        max_depth: &mut usize,
+        counters: &mut Counters,
+    ) -> LaneRun {
+        let (intersector, traversal) = (self.intersector, self.traversal);
+        let mode = intersector.descriptor.triangle_return_mode;
+        let sort = intersector.descriptor.box_sort_enable;
+        let grow = intersector.grow();
+        let mut steps = 0u32;
+        loop {
+            steps += 1;
+            // The direct lookups: a cached box node, else a mapped triangle node (types
+            // 0-3); anything else takes the general path.
+            let boxed = (active && node & 6 == 4)
+                .then(|| intersector.cached_box_of_box_pointer(node))
+                .flatten();
+            let triangle = || {
+                (active && node & 4 == 0)
+                    .then(|| intersector.mapped_triangle(node))
+                    .flatten()
+            };
+            let next = if let Some(b) = boxed {
+                let mut children = [0u32; 4];
+                let valid = box_query(b, regs, grow, sort, &mut children);
+                totals.box_queries += 1;
+                totals.aabb_useful += b.useful_slots() as u64;
+                hit.clocks += 1;
+                traversal.after_box_masked(lane, node, children, valid)
+            } else if let Some(bytes) = triangle() {
+                let mut batch = TriangleBatch::default();
+                batch.push_prepared(bytes, (node & 3) as usize, tri_ray);
+                let dwords = batch.run(mode)[0];
+                totals.triangle_tests += 1;
+                self.lane_after_triangle(lane, node, dwords, regs, hit, counters)
+            } else {
+                // Everything else: inactive registers, user nodes, the bounds check,
+                // unmapped memory, uncached boxes.
+                let mut cost = InstructionCost::default();
+                let (dwords, outcome) = intersector.lane_general(node, regs, &mut cost);
+                totals.add(&cost);
+                if cost.box_queries + cost.triangle_tests == 0 {
+                    untested.push(steps);
+                }
+                match outcome {
+                    LaneOutcome::Inactive(reason) => {
+                        *max_depth = (*max_depth).max(traversal.stack_depth(lane));
+                        return LaneRun {
+                            steps,
+                            deactivated: Some(reason),
+                        };
+                    }
+                    LaneOutcome::Tested if node & 6 == 4 => {
+                        hit.clocks += 1;
+                        traversal.after_box(lane, node, dwords)
+                    }
+                    LaneOutcome::Tested => {
+                        self.lane_after_triangle(lane, node, dwords, regs, hit, counters)
+                    }
+                    _ => traversal.after_leaf(lane, node),
+                }
+            };
+            *max_depth = (*max_depth).max(traversal.stack_depth(lane));
+            match next {
+                Some(p) => node = p,
+                None => {
+                    return LaneRun {
+                        steps,
+                        deactivated: None,
+                    }
+                }
+            }
+        }
+    }
+
+    /// Finishes the lanes of `wave` still in exec after `steps` lockstep steps, each alone
+    /// to its end ([`Self::run_lane_alone`]), and adds what the lockstep loop would have
+    /// counted for the steps left to `wave_cost` (wave k holds lanes `W k..W (k + 1)`):
+    /// the same sums, rebuilt from each lane's steps as the lane-by-lane schedule does
+    /// (see the module documentation). The lanes retire with their clocks and status.
+    ///
+    /// Why: a wave's last steps often run one or two lanes; the lockstep step costs the host
+    /// the same set-up and mispredicted loop exits whatever its number of lanes.
+    pub(super) fn finish_lanes_alone<const W: usize, const H: usize>(
+        &self,
+        wave: &mut Wave<H, LaneState<T::Lane>>,
+        steps: u32,
+        wave_cost: &mut [WaveCost; 2],
+        max_depth: &mut usize,
+        counters: &mut Counters,
+    ) {
+        // Per wave: its lanes' totals, its longest lane, its longest lane tested at every
+        // step, and the tested steps of the others (usually none: no allocation).
+        let mut totals = [LaneTotals::default(); 2];
+        let mut longest = [0u32; 2];
+        let mut clean_max = [0u32; 2];
+        let (mut untested, mut tested) = (Vec::new(), [Vec::new(), Vec::new()]);
+        let mut exec = wave.exec;
+        while exec != 0 {
+            let i = exec.trailing_zeros() as usize;
+            exec &= exec - 1;
+            let k = (i / W) & 1;
+            untested.clear();
+            let state = &mut wave.state[i];
+            let run = self.run_lane_alone(
+                (&mut state.trav, wave.node[i]),
+                (&mut wave.ray[i], &state.triangle_ray, true),
+                &mut state.hit,
+                (&mut totals[k], &mut untested),
+                max_depth,
+                counters,
+            );
+            totals[k].lane_steps += run.steps as u64;
+            longest[k] = longest[k].max(run.steps);
+            if untested.is_empty() {
+                clean_max[k] = clean_max[k].max(run.steps);
+            } else {
+                mark_tested(&mut tested[k], run.steps, &untested);
+            }
+            // Every step but the free ones cost one clock: those before this call (the
+            // lockstep loop's count) and the tested ones of this call (`hit.clocks`).
+            let hit = &mut state.hit;
+            hit.clocks += steps - hit.free_steps;
+            hit.free_steps += untested.len() as u32;
+            let status = match run.deactivated {
+                Some(reason) => LaneStatus::Deactivated(reason),
+                None => LaneStatus::Finished,
+            };
+            wave.retire(i, status);
+        }
+        for k in 0..H / W {
+            if longest[k] == 0 {
+                continue;
+            }
+            let charged = clean_max[k] as u64 + count_bits_above(&tested[k], clean_max[k]);
+            let rest = WaveCost::from_lane_totals(W, longest[k] as u64, charged, &totals[k]);
+            wave_cost[k].merge(&rest);
+        }
     }
 
     /// The lane tested triangle `node` and got `dwords`: offers the hit (an accepted one

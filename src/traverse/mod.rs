@@ -406,6 +406,23 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
             };
         }
         while wave.exec != 0 {
+            // The last lanes run alone to their ends (the same results and counters). Not
+            // before the first step has retired the rejected lanes; a block of eight that
+            // shares one stack cannot be among two lanes, but is ruled out all the same.
+            #[cfg(target_arch = "x86_64")]
+            let sharing = shared != 0;
+            #[cfg(not(target_arch = "x86_64"))]
+            let sharing = false;
+            if wave.exec.count_ones() <= TAIL_LANES && rejected == 0 && !sharing {
+                self.finish_lanes_alone::<W, H>(
+                    wave,
+                    steps,
+                    &mut wave_cost,
+                    &mut max_depth,
+                    counters,
+                );
+                break;
+            }
             steps += 1;
             let issued = wave_mask.map(|m| (wave.exec & m).count_ones());
             // One instruction of each wave with an issued lane; lane i's costs go to its wave.
@@ -699,6 +716,10 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
         }
     }
 }
+
+/// When this few lanes of the host's waves are left in exec, the lockstep loop lets them run
+/// alone to their ends ([`WaveRun::finish_lanes_alone`]).
+const TAIL_LANES: u32 = 2;
 
 /// Bit i set = `nodes[i]` is a box pointer (type 4 or 5): four lanes per vector compare
 /// (the scalar loop costs about four host instructions a lane, on every step of a wave).

@@ -80,6 +80,17 @@ impl WaveCost {
         });
     }
 
+    /// Adds `other`'s sums (more steps of the same wave) into `self`.
+    pub fn merge(&mut self, other: &WaveCost) {
+        self.iterations += other.iterations;
+        self.lane_steps += other.lane_steps;
+        self.nan += other.nan;
+        self.inf_origin += other.inf_origin;
+        self.user_nodes += other.user_nodes;
+        self.out_of_bounds += other.out_of_bounds;
+        self.td.merge(&other.td);
+    }
+
     /// The sums of a `width`-lane wave that ran `iterations` steps, `charged` of which
     /// reached the TD (had at least one tested lane), from its lanes' totals.
     pub fn from_lane_totals(
