@@ -53,6 +53,36 @@ pub(super) struct LaneRun {
     pub deactivated: Option<InactiveReason>,
 }
 
+/// A wave's step structure rebuilt from its lanes run alone (see the module documentation):
+/// the lanes' totals, the longest lane, the longest lane tested at every one of its steps,
+/// and (in `tested`, kept by the caller) the tested steps of the other lanes.
+#[derive(Default)]
+struct LaneSteps {
+    totals: LaneTotals,
+    longest: u32,
+    clean_max: u32,
+}
+
+impl LaneSteps {
+    /// Adds a lane that took `steps` steps, `untested` of which reached no TD.
+    fn add(&mut self, steps: u32, untested: &[u32], tested: &mut Vec<u64>) {
+        self.totals.lane_steps += steps as u64;
+        self.longest = self.longest.max(steps);
+        if untested.is_empty() {
+            self.clean_max = self.clean_max.max(steps);
+        } else {
+            mark_tested(tested, steps, untested);
+        }
+    }
+
+    /// The sums of a `width`-lane wave that ran these lanes: steps `1..=clean_max` are
+    /// tested by the clean lanes, later ones only by irregular lanes, marked in `tested`.
+    fn wave_cost(&self, width: usize, tested: &[u64]) -> WaveCost {
+        let charged = self.clean_max as u64 + count_bits_above(tested, self.clean_max);
+        WaveCost::from_lane_totals(width, self.longest as u64, charged, &self.totals)
+    }
+}
+
 /// Scratch of the lane-by-lane schedule, reused between waves (no allocation once warm).
 #[derive(Default)]
 pub struct ByLaneScratch<L> {
@@ -80,10 +110,8 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
         assert!(rays.len() <= W && out.len() >= rays.len());
         count_wave(counters, W, rays.len());
 
-        let mut totals = LaneTotals::default();
+        let mut wave_steps = LaneSteps::default();
         let mut max_depth = 0usize;
-        // Longest lane, and longest lane that was tested at every one of its steps.
-        let (mut max_steps, mut clean_max) = (0u32, 0u32);
         let ByLaneScratch {
             lane,
             untested,
@@ -111,25 +139,14 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
                 (lane, node),
                 (&mut regs, &tri_ray, active),
                 &mut hit,
-                (&mut totals, untested),
+                (&mut wave_steps.totals, untested),
                 &mut max_depth,
                 counters,
             );
-            let steps = run.steps;
-            max_steps = max_steps.max(steps);
-            totals.lane_steps += steps as u64;
-            if untested.is_empty() {
-                clean_max = clean_max.max(steps);
-            } else {
-                mark_tested(tested, steps, untested);
-            }
+            wave_steps.add(run.steps, untested, tested);
             *o = hit.output(counters);
         }
-        // Steps 1..=clean_max are tested by the clean lanes; later ones only by irregular
-        // lanes, whose tested steps are marked in `tested`.
-        let later = count_bits_above(tested, clean_max);
-        WaveCost::from_lane_totals(W, max_steps as u64, clean_max as u64 + later, &totals)
-            .charge(counters, wave_index);
+        wave_steps.wave_cost(W, tested).charge(counters, wave_index);
         counters.trav_max_stack_depth = counters.trav_max_stack_depth.max(max_depth as u64);
     }
 
@@ -154,6 +171,8 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
         let sort = intersector.descriptor.box_sort_enable;
         let grow = intersector.grow();
         let mut steps = 0u32;
+        // The lane's triangle test, made once (its rows are 640 bytes, zeroed when made).
+        let mut batch = TriangleBatch::default();
         loop {
             steps += 1;
             // The direct lookups: a cached box node, else a mapped triangle node (types
@@ -174,7 +193,7 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
                 hit.clocks += 1;
                 traversal.after_box_masked(lane, node, children, valid)
             } else if let Some(bytes) = triangle() {
-                let mut batch = TriangleBatch::default();
+                batch.clear();
                 batch.push_prepared(bytes, (node & 3) as usize, tri_ray);
                 let dwords = batch.run(mode)[0];
                 totals.triangle_tests += 1;
@@ -235,11 +254,9 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
         max_depth: &mut usize,
         counters: &mut Counters,
     ) {
-        // Per wave: its lanes' totals, its longest lane, its longest lane tested at every
-        // step, and the tested steps of the others (usually none: no allocation).
-        let mut totals = [LaneTotals::default(); 2];
-        let mut longest = [0u32; 2];
-        let mut clean_max = [0u32; 2];
+        // Per wave: the steps left, rebuilt from its lanes; the tested steps of irregular
+        // lanes (usually none: no allocation).
+        let mut wave_steps = [LaneSteps::default(), LaneSteps::default()];
         let (mut untested, mut tested) = (Vec::new(), [Vec::new(), Vec::new()]);
         let mut exec = wave.exec;
         while exec != 0 {
@@ -252,22 +269,15 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
                 (&mut state.trav, wave.node[i]),
                 (&mut wave.ray[i], &state.triangle_ray, true),
                 &mut state.hit,
-                (&mut totals[k], &mut untested),
+                (&mut wave_steps[k].totals, &mut untested),
                 max_depth,
                 counters,
             );
-            totals[k].lane_steps += run.steps as u64;
-            longest[k] = longest[k].max(run.steps);
-            if untested.is_empty() {
-                clean_max[k] = clean_max[k].max(run.steps);
-            } else {
-                mark_tested(&mut tested[k], run.steps, &untested);
-            }
+            wave_steps[k].add(run.steps, &untested, &mut tested[k]);
             // Every step but the free ones cost one clock: those before this call (the
             // lockstep loop's count) and the tested ones of this call (`hit.clocks`).
             let hit = &mut state.hit;
             hit.clocks += steps - hit.free_steps;
-            hit.free_steps += untested.len() as u32;
             let status = match run.deactivated {
                 Some(reason) => LaneStatus::Deactivated(reason),
                 None => LaneStatus::Finished,
@@ -275,12 +285,9 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
             wave.retire(i, status);
         }
         for k in 0..H / W {
-            if longest[k] == 0 {
-                continue;
+            if wave_steps[k].longest != 0 {
+                wave_cost[k].merge(&wave_steps[k].wave_cost(W, &tested[k]));
             }
-            let charged = clean_max[k] as u64 + count_bits_above(&tested[k], clean_max[k]);
-            let rest = WaveCost::from_lane_totals(W, longest[k] as u64, charged, &totals[k]);
-            wave_cost[k].merge(&rest);
         }
     }
 
