@@ -1,4 +1,5 @@
-//! Every vector of `../shared/data/isa/sample.jsonl` through the library (not the CLI).
+//! Instruction vectors through the library (not the CLI): every vector of
+//! `../shared/data/isa/sample.jsonl`, and the independent model's vectors in `tests/data/isa`.
 
 use serde_json::Value;
 use wavetrace::hw::{
@@ -19,9 +20,9 @@ fn hex3(v: &Value) -> [f32; 3] {
     std::array::from_fn(|i| f32::from_bits(hex32(&a[i])))
 }
 
-#[test]
-fn every_sample_vector_passes() {
-    let text = std::fs::read_to_string(SAMPLE).expect("sample.jsonl readable");
+/// Runs every vector of `text` (JSON Lines, the sample's schema) through the library; returns
+/// the number of vectors and a line per failure.
+fn check_vectors(text: &str) -> (usize, Vec<String>) {
     let mut failures = Vec::new();
     let mut count = 0;
     for (i, line) in text.lines().enumerate() {
@@ -59,7 +60,39 @@ fn every_sample_vector_passes() {
             ));
         }
     }
+    (count, failures)
+}
+
+#[test]
+fn every_sample_vector_passes() {
+    let text = std::fs::read_to_string(SAMPLE).expect("sample.jsonl readable");
+    let (count, failures) = check_vectors(&text);
     assert_eq!(count, 4000, "sample size");
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+/// 3,009 vectors whose expected dwords come from a second, independent model of the
+/// instruction (`tests/data/isa/README.md`): every node type, NaN, infinities, signed zeros
+/// and denormals in every register and coordinate, grow factors, sorting on and off, both
+/// return modes, the bounds check, exact edge ties.
+#[test]
+fn every_independent_model_vector_passes() {
+    use std::io::Read;
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/isa/model_vectors.jsonl.gz"
+    );
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(std::fs::File::open(path).expect("test data file"))
+        .read_to_string(&mut text)
+        .expect("gzip JSON Lines");
+    let (count, failures) = check_vectors(&text);
+    assert_eq!(count, 3009, "vectors in the file");
     assert!(
         failures.is_empty(),
         "{} failures:\n{}",
