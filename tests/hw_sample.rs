@@ -63,17 +63,22 @@ fn check_vectors(text: &str) -> (usize, Vec<String>) {
     (count, failures)
 }
 
-#[test]
-fn every_sample_vector_passes() {
-    let text = std::fs::read_to_string(SAMPLE).expect("sample.jsonl readable");
-    let (count, failures) = check_vectors(&text);
-    assert_eq!(count, 4000, "sample size");
+/// Asserts that `text` holds `expected` vectors and every one passes.
+fn assert_all_pass(text: &str, expected: usize) {
+    let (count, failures) = check_vectors(text);
+    assert_eq!(count, expected, "vectors in the file");
     assert!(
         failures.is_empty(),
         "{} failures:\n{}",
         failures.len(),
         failures.join("\n")
     );
+}
+
+#[test]
+fn every_sample_vector_passes() {
+    let text = std::fs::read_to_string(SAMPLE).expect("sample.jsonl readable");
+    assert_all_pass(&text, 4000);
 }
 
 /// 3,009 vectors whose expected dwords come from a second, independent model of the
@@ -91,12 +96,5 @@ fn every_independent_model_vector_passes() {
     flate2::read::GzDecoder::new(std::fs::File::open(path).expect("test data file"))
         .read_to_string(&mut text)
         .expect("gzip JSON Lines");
-    let (count, failures) = check_vectors(&text);
-    assert_eq!(count, 3009, "vectors in the file");
-    assert!(
-        failures.is_empty(),
-        "{} failures:\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
+    assert_all_pass(&text, 3009);
 }
