@@ -205,7 +205,6 @@ pub fn run(args: BvhArgs) -> Result<i32> {
     Ok(if errors.is_empty() { 0 } else { 1 })
 }
 
-/// Writes `bytes` to a temporary name beside `path`, then renames it into place.
 /// User + system CPU time of this process so far, from `/proc/self/stat` (Linux), assuming
 /// the usual 100 clock ticks per second.
 fn process_cpu_seconds() -> Option<f64> {
