@@ -2,9 +2,10 @@
 //!
 //! Rays are cut into waves of 32 or 64 consecutive rays; wave `w` of a call runs on TD
 //! `w mod TDs` (see [`crate::wave::td`]). Rayon runs blocks of [`CHUNK_WAVES`] waves in
-//! parallel; block boundaries and wave indices do not depend on the thread count and the
-//! per-block counters are merged in block order, so hits and counters are identical for any
-//! number of threads.
+//! parallel; block boundaries and wave indices do not depend on the thread count, and each
+//! rayon task counts into its own [`Counters`], merged once at the end (integer sums and
+//! maxima, so the order does not matter): hits and counters are identical for any number of
+//! threads.
 
 use super::by_lane::ByLaneScratch;
 use super::{
@@ -442,8 +443,8 @@ impl WaveTracer {
         let simd = self.config.simd.resolve();
         let schedule = self.config.schedule;
         let run_block = |scratch: &mut BlockScratch<H, T::Lane>,
+                         local: &mut Counters,
                          (b, (rays, out)): (usize, (&[Ray], &mut [O]))| {
-            let mut local = Counters::default();
             let lanes = &mut scratch.outputs[..rays.len()];
             let job = WaveBlock {
                 run: WaveRun {
@@ -461,10 +462,8 @@ impl WaveTracer {
                     match simd {
                         // SAFETY: `resolve` returns Avx2 only when the CPU has AVX2.
                         #[cfg(target_arch = "x86_64")]
-                        SimdPath::Avx2 => unsafe {
-                            job.run_avx2::<W, H>(rays, wave, lanes, &mut local)
-                        },
-                        _ => job.run::<W, H, false>(rays, wave, lanes, &mut local),
+                        SimdPath::Avx2 => unsafe { job.run_avx2::<W, H>(rays, wave, lanes, local) },
+                        _ => job.run::<W, H, false>(rays, wave, lanes, local),
                     }
                 }
                 Schedule::ByLane => {
@@ -473,33 +472,42 @@ impl WaveTracer {
                         // SAFETY: `resolve` returns Avx2 only when the CPU has AVX2.
                         #[cfg(target_arch = "x86_64")]
                         SimdPath::Avx2 => unsafe {
-                            job.run_by_lane_avx2::<W>(rays, by_lane, lanes, &mut local)
+                            job.run_by_lane_avx2::<W>(rays, by_lane, lanes, local)
                         },
-                        _ => job.run_by_lane::<W>(rays, by_lane, lanes, &mut local),
+                        _ => job.run_by_lane::<W>(rays, by_lane, lanes, local),
                     }
                 }
             }
             for ((o, lane), ray) in out.iter_mut().zip(lanes.iter()).zip(rays) {
                 *o = convert(ray, lane);
             }
-            local
         };
-        let locals: Vec<Counters> = if self.config.parallel && rays.len() > block {
-            rays.par_chunks(block)
+        if self.config.parallel && rays.len() > block {
+            // One `Counters` per rayon task, merged once at the end: every counter is an
+            // integer sum or maximum, so the totals do not depend on how rayon splits the
+            // blocks (the same for any thread count).
+            let merged = rays
+                .par_chunks(block)
                 .zip(out.par_chunks_mut(block))
                 .enumerate()
-                .map_init(|| BlockScratch::new(block), run_block)
-                .collect()
+                .fold(
+                    || (BlockScratch::new(block), Counters::default()),
+                    |(mut scratch, mut local), item| {
+                        run_block(&mut scratch, &mut local, item);
+                        (scratch, local)
+                    },
+                )
+                .map(|(_, local)| local)
+                .reduce(Counters::default, |mut a, b| {
+                    a.merge(&b);
+                    a
+                });
+            counters.merge(&merged);
         } else {
             let mut scratch = BlockScratch::new(block);
-            rays.chunks(block)
-                .zip(out.chunks_mut(block))
-                .enumerate()
-                .map(|item| run_block(&mut scratch, item))
-                .collect()
-        };
-        for l in &locals {
-            counters.merge(l);
+            for item in rays.chunks(block).zip(out.chunks_mut(block)).enumerate() {
+                run_block(&mut scratch, counters, item);
+            }
         }
     }
 
