@@ -367,19 +367,21 @@ impl WaveTracer {
         out: &mut [LaneOutput],
         counters: &mut Counters,
     ) {
-        self.trace_into(rays, query, out, &|_, o| *o, counters);
+        self.trace_into(rays, query, out, &|_, o, out| *out = *o, counters);
     }
 
-    /// Traces `rays` and writes `convert(ray, lane output)` for each to `out`, adding to
-    /// `counters`. The lane outputs of a parallel block stay in a small buffer that is
-    /// converted while it is still in cache (a buffer of every ray's output would be written
-    /// and read back through memory).
+    /// Traces `rays` and lets `convert(ray, lane output, slot)` write each ray's output to its
+    /// slot of `out`, adding to `counters`. The lane outputs of a parallel block stay in a
+    /// small buffer that is converted while it is still in cache (a buffer of every ray's
+    /// output would be written and read back through memory). The output is written in place:
+    /// returned, it went through the stack, stored field by field and read back at once with
+    /// wider loads that the CPU could not forward from those stores.
     fn trace_into<O: Send>(
         &self,
         rays: &[Ray],
         query: Query,
         out: &mut [O],
-        convert: &(impl Fn(&Ray, &LaneOutput) -> O + Sync),
+        convert: &(impl Fn(&Ray, &LaneOutput, &mut O) + Sync),
         counters: &mut Counters,
     ) {
         assert_eq!(rays.len(), out.len(), "one output per ray");
@@ -409,7 +411,7 @@ impl WaveTracer {
         rays: &[Ray],
         query: Query,
         out: &mut [O],
-        convert: &(impl Fn(&Ray, &LaneOutput) -> O + Sync),
+        convert: &(impl Fn(&Ray, &LaneOutput, &mut O) + Sync),
         counters: &mut Counters,
     ) {
         let intersector = self.intersector();
@@ -436,7 +438,7 @@ impl WaveTracer {
         rays: &[Ray],
         query: Query,
         out: &mut [O],
-        convert: &(impl Fn(&Ray, &LaneOutput) -> O + Sync),
+        convert: &(impl Fn(&Ray, &LaneOutput, &mut O) + Sync),
         counters: &mut Counters,
     ) {
         let block = CHUNK_WAVES * W;
@@ -479,7 +481,7 @@ impl WaveTracer {
                 }
             }
             for ((o, lane), ray) in out.iter_mut().zip(lanes.iter()).zip(rays) {
-                *o = convert(ray, lane);
+                convert(ray, lane, o);
             }
         };
         if self.config.parallel && rays.len() > block {
@@ -511,6 +513,9 @@ impl WaveTracer {
         }
     }
 
+    /// Inlined into the callers' conversions, which write its `Hit` in place (see
+    /// [`Self::trace_into`]); called, it returned the `Hit` through the stack again.
+    #[inline(always)]
     fn to_hit(&self, ray: &Ray, o: &LaneOutput) -> Hit {
         match o.best {
             Some((_, dwords)) => {
@@ -641,7 +646,7 @@ impl Tracer for WaveTracer {
                 rays,
                 Query::ClosestHit,
                 hits,
-                &|ray, o| self.to_hit(ray, o),
+                &|ray, o, hit| *hit = self.to_hit(ray, o),
                 counters,
             ),
             Some(clocks) => {
@@ -651,7 +656,7 @@ impl Tracer for WaveTracer {
                     rays,
                     Query::ClosestHit,
                     &mut out,
-                    &|ray, o| (self.to_hit(ray, o), o.clocks),
+                    &|ray, o, out| *out = (self.to_hit(ray, o), o.clocks),
                     counters,
                 );
                 for ((h, c), (hit, clock)) in hits.iter_mut().zip(clocks.iter_mut()).zip(out) {
@@ -667,7 +672,7 @@ impl Tracer for WaveTracer {
             rays,
             Query::AnyHit,
             occluded,
-            &|_, o| o.best.is_some(),
+            &|_, o, occluded| *occluded = o.best.is_some(),
             counters,
         );
     }
