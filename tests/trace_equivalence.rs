@@ -1,6 +1,6 @@
 //! WaveTracer against the scalar reference traversal `bvh::closest_hit_scalar` on seeded
-//! rays (identical hits, bit for bit), for wave32 and wave64 and several build options; and
-//! identical hits and counters for any rayon thread count.
+//! rays (identical hits, bit for bit), for wave32 and wave64 and several build options;
+//! identical hits and counters for any rayon thread count; counters that add up over calls.
 
 mod bvh_common;
 
@@ -392,6 +392,39 @@ fn hits_and_counters_do_not_depend_on_the_thread_count() {
             runs[0].1.iter().map(|&x| x as u64).sum::<u64>()
         );
         assert!(c.per_td.series_x.iter().all(|t| t.clocks > 0));
+    }
+}
+
+/// Two calls that add to one `Counters` count what one call over all the rays counts (the
+/// renderer traces batch after batch into one), in the parallel and the serial path. The
+/// split falls after 260 waves, a multiple of both consoles' TD counts (20 and 52), so every
+/// wave keeps its TD and the per-TD arrays must match too.
+#[test]
+fn counters_of_consecutive_calls_add_up() {
+    let mut rng = Rng(0xE0_0004);
+    let mesh = mesh(&mut rng);
+    let rays = rays(&mut rng, 20_000);
+    let built = build(&mesh, &BuildOptions::default()).unwrap();
+    let split = 260 * 32;
+    for parallel in [true, false] {
+        let config = WaveTracerConfig {
+            parallel,
+            ..Default::default()
+        };
+        let tracer = WaveTracer::new(&built.image, &mesh, config);
+        let mut whole = Counters::default();
+        let mut hits = vec![Hit::MISS; rays.len()];
+        tracer.closest_hits(&rays, &mut hits, None, &mut whole);
+        let mut parts = Counters::default();
+        let mut part_hits = vec![Hit::MISS; rays.len()];
+        let (first, second) = part_hits.split_at_mut(split);
+        tracer.closest_hits(&rays[..split], first, None, &mut parts);
+        tracer.closest_hits(&rays[split..], second, None, &mut parts);
+        assert!(part_hits == hits, "hits differ (parallel: {parallel})");
+        assert_eq!(parts, whole, "parallel: {parallel}");
+        assert_eq!(whole.rays, rays.len() as u64);
+        assert!(whole.per_td.series_s.iter().all(|t| t.clocks > 0));
+        assert!(whole.per_td.series_x.iter().all(|t| t.clocks > 0));
     }
 }
 
