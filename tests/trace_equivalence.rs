@@ -6,7 +6,7 @@ mod bvh_common;
 
 use bvh_common::Rng;
 use glam::Vec3;
-use wavetrace::bvh::{build, closest_hit_scalar, BoxFormat, BuildOptions, Mesh};
+use wavetrace::bvh::{build, closest_hit_scalar, BoxFormat, BuildOptions, BuiltBvh, Mesh};
 use wavetrace::counters::Counters;
 use wavetrace::hw::TriangleReturnMode;
 use wavetrace::math::{Hit, Ray};
@@ -45,6 +45,15 @@ fn mesh(rng: &mut Rng) -> Mesh {
         }
     }
     Mesh::from_triangles(&tris)
+}
+
+/// The seeded soup, `n` rays of [`rays`] and the default build, from one seed.
+fn soup(seed: u64, n: usize) -> (Mesh, Vec<Ray>, BuiltBvh) {
+    let mut rng = Rng(seed);
+    let mesh = mesh(&mut rng);
+    let rays = rays(&mut rng, n);
+    let built = build(&mesh, &BuildOptions::default()).unwrap();
+    (mesh, rays, built)
 }
 
 fn rays(rng: &mut Rng, n: usize) -> Vec<Ray> {
@@ -342,10 +351,7 @@ fn with_user_nodes(image: &wavetrace::bvh::BvhImage) -> wavetrace::bvh::BvhImage
 
 #[test]
 fn hits_and_counters_do_not_depend_on_the_thread_count() {
-    let mut rng = Rng(0xE0_0002);
-    let mesh = mesh(&mut rng);
-    let rays = rays(&mut rng, 20_000);
-    let built = build(&mesh, &BuildOptions::default()).unwrap();
+    let (mesh, rays, built) = soup(0xE0_0002, 20_000);
     for wave in [WaveWidth::W32, WaveWidth::W64] {
         let tracer = WaveTracer::new(
             &built.image,
@@ -401,10 +407,7 @@ fn hits_and_counters_do_not_depend_on_the_thread_count() {
 /// wave keeps its TD and the per-TD arrays must match too.
 #[test]
 fn counters_of_consecutive_calls_add_up() {
-    let mut rng = Rng(0xE0_0004);
-    let mesh = mesh(&mut rng);
-    let rays = rays(&mut rng, 20_000);
-    let built = build(&mesh, &BuildOptions::default()).unwrap();
+    let (mesh, rays, built) = soup(0xE0_0005, 20_000);
     let split = 260 * 32;
     for parallel in [true, false] {
         let config = WaveTracerConfig {
@@ -434,10 +437,7 @@ fn counters_of_consecutive_calls_add_up() {
 /// general fetch). Identical hits and counters to the plain image.
 #[test]
 fn the_image_address_does_not_change_hits_or_counters() {
-    let mut rng = Rng(0xE0_0003);
-    let mesh = mesh(&mut rng);
-    let rays = rays(&mut rng, 6000);
-    let built = build(&mesh, &BuildOptions::default()).unwrap();
+    let (mesh, rays, built) = soup(0xE0_0003, 6000);
     let config = WaveTracerConfig {
         parallel: false,
         ..Default::default()
