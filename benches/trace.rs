@@ -18,7 +18,7 @@ use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use std::time::{Duration, Instant};
 use wavetrace::bvh::{build, closest_hit_scalar, BuildOptions, BvhImage, Mesh};
 use wavetrace::counters::Counters;
-use wavetrace::math::{Hit, Ray};
+use wavetrace::math::{Hit, HitRecord, Ray};
 use wavetrace::traverse::rayfile::{parse_hits, read_rays};
 use wavetrace::traverse::{WaveTracer, WaveTracerConfig};
 use wavetrace::wave::{Tracer, WaveWidth};
@@ -34,7 +34,7 @@ use camera_rays::{
     scenes,
 };
 
-fn agreement(scene: &str, set: &str, hits: &[Hit]) -> f64 {
+fn agreement(scene: &str, set: &str, hits: &[HitRecord]) -> f64 {
     let dir = scenes();
     let path = dir.join(format!("{scene}_{set}.hits"));
     let reference = parse_hits(&path, &std::fs::read(&path).unwrap()).unwrap();
@@ -68,14 +68,15 @@ fn serial_tracer(image: &BvhImage, mesh: &Mesh, wave: WaveWidth) -> WaveTracer {
 }
 
 /// Criterion group `name`: `tracer` (wave32) on `rays` in `pool`, 10 samples of 8 s (the
-/// large ray sets); `hits` receives the hits of every trace.
+/// large ray sets); `records` receives the hits of every trace, as `wavetrace trace` makes
+/// and times them ([`Tracer::closest_hit_records`]).
 fn bench_wave32(
     c: &mut Criterion,
     pool: &rayon::ThreadPool,
     name: &str,
     tracer: &WaveTracer,
     rays: &[Ray],
-    hits: &mut [Hit],
+    records: &mut [HitRecord],
 ) {
     let mut group = c.benchmark_group(name);
     group
@@ -85,15 +86,20 @@ fn bench_wave32(
     group.bench_function("wave32", |b| {
         b.iter(|| {
             let mut counters = Counters::default();
-            pool.install(|| tracer.closest_hits(rays, hits, None, &mut counters));
+            pool.install(|| tracer.closest_hit_records(rays, records, &mut counters));
             counters.td_clocks
         })
     });
     group.finish();
 }
 
+/// The records of `hits`: what [`bench_wave32`]'s traces must give.
+fn records(hits: &[Hit]) -> Vec<HitRecord> {
+    hits.iter().map(HitRecord::from).collect()
+}
+
 /// Hits of the full camera ray set at the pixels the shipped `primary` subset keeps.
-fn kept_pixels(hits: &[Hit], width: usize) -> Vec<Hit> {
+fn kept_pixels(hits: &[HitRecord], width: usize) -> Vec<HitRecord> {
     let kept = width / 4;
     (0..kept * kept)
         .map(|k| hits[kept_pixel(k, width)])
@@ -117,16 +123,19 @@ fn bench(c: &mut Criterion) {
                 .throughput(Throughput::Elements(rays.len() as u64));
             for wave in [WaveWidth::W32, WaveWidth::W64] {
                 let tracer = serial_tracer(&built.image, &mesh, wave);
-                let mut hits = vec![Hit::MISS; rays.len()];
+                // What `wavetrace trace` makes and times: distances and primitive ids.
+                let mut hits = vec![HitRecord::MISS; rays.len()];
                 // Verified by one trace of its own, so that a filtered run (which skips the
                 // timed closure) checks the hits too.
                 pool.install(|| {
-                    tracer.closest_hits(&rays, &mut hits, None, &mut Counters::default())
+                    tracer.closest_hit_records(&rays, &mut hits, &mut Counters::default())
                 });
                 group.bench_function(format!("wave{}", wave.lanes()), |b| {
                     b.iter(|| {
                         let mut counters = Counters::default();
-                        pool.install(|| tracer.closest_hits(&rays, &mut hits, None, &mut counters));
+                        pool.install(|| {
+                            tracer.closest_hit_records(&rays, &mut hits, &mut counters)
+                        });
                         counters.td_clocks
                     })
                 });
@@ -162,8 +171,8 @@ fn bench(c: &mut Criterion) {
         // The reference tracers' own primary workload: the full camera ray set, wave32.
         let (rays, width) = full_primary_rays(scene);
         let tracer = serial_tracer(&built.image, &mesh, WaveWidth::W32);
-        let mut hits = vec![Hit::MISS; rays.len()];
-        pool.install(|| tracer.closest_hits(&rays, &mut hits, None, &mut Counters::default()));
+        let mut hits = vec![HitRecord::MISS; rays.len()];
+        pool.install(|| tracer.closest_hit_records(&rays, &mut hits, &mut Counters::default()));
         let name = format!("{scene}_primary_full");
         bench_wave32(c, &pool, &name, &tracer, &rays, &mut hits);
         let share = agreement(scene, "primary", &kept_pixels(&hits, width));
@@ -182,7 +191,13 @@ fn bench(c: &mut Criterion) {
     let tracer = serial_tracer(&built.image, &mesh, WaveWidth::W32);
     let mut hits = vec![Hit::MISS; rays.len()];
     pool.install(|| tracer.closest_hits(&rays, &mut hits, None, &mut Counters::default()));
-    bench_wave32(c, &pool, "dragon_primary_full", &tracer, &rays, &mut hits);
+    let mut timed = vec![HitRecord::MISS; rays.len()];
+    pool.install(|| tracer.closest_hit_records(&rays, &mut timed, &mut Counters::default()));
+    assert!(
+        timed == records(&hits),
+        "dragon primary_full: the records differ from the hits"
+    );
+    bench_wave32(c, &pool, "dragon_primary_full", &tracer, &rays, &mut timed);
     let (hit, expected) = assert_primary_hit_fraction("dragon", &hits);
     println!("dragon primary_full wave32: {hit} hits, the reference tracers found {expected}");
     let json = scene_json("dragon");
@@ -193,7 +208,13 @@ fn bench(c: &mut Criterion) {
     let diffuse = diffuse_rays(&mesh, &rays, &hits, diagonal("dragon"), 1 << 18, 12350);
     let mut hits = vec![Hit::MISS; diffuse.len()];
     pool.install(|| tracer.closest_hits(&diffuse, &mut hits, None, &mut Counters::default()));
-    bench_wave32(c, &pool, "dragon_diffuse", &tracer, &diffuse, &mut hits);
+    let mut timed = vec![HitRecord::MISS; diffuse.len()];
+    pool.install(|| tracer.closest_hit_records(&diffuse, &mut timed, &mut Counters::default()));
+    assert!(
+        timed == records(&hits),
+        "dragon diffuse: the records differ from the hits"
+    );
+    bench_wave32(c, &pool, "dragon_diffuse", &tracer, &diffuse, &mut timed);
     for (i, ray) in diffuse.iter().enumerate().step_by(64) {
         let scalar = closest_hit_scalar(&built.image, &mesh, ray);
         assert_eq!(hits[i], scalar, "dragon diffuse ray {i}");

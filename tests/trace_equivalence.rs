@@ -9,7 +9,7 @@ use glam::Vec3;
 use wavetrace::bvh::{build, closest_hit_scalar, BoxFormat, BuildOptions, BuiltBvh, Mesh};
 use wavetrace::counters::Counters;
 use wavetrace::hw::TriangleReturnMode;
-use wavetrace::math::{Hit, Ray};
+use wavetrace::math::{Hit, HitRecord, Ray};
 use wavetrace::traverse::{PrimitiveIds, Schedule, SimdPath, WaveTracer, WaveTracerConfig};
 use wavetrace::wave::{Tracer, WaveWidth};
 
@@ -485,6 +485,82 @@ fn the_image_address_does_not_change_hits_or_counters() {
                 a.t.to_bits() == b.t.to_bits() && a.prim_id == b.prim_id && a.bary == b.bary,
                 "ray {i}: {a:?} vs {b:?}"
             );
+        }
+    }
+}
+
+/// What `wavetrace trace` writes (`Tracer::closest_hit_records`: distances and primitive
+/// ids, without barycentrics) is the scalar reference traversal's hit for every ray, with
+/// the counters of `closest_hits`: wave32 and wave64, serial and parallel, both return
+/// modes, random rays (NaN, infinite and empty ones among them) and coherent ones. The
+/// trait's own version (built on `closest_hits`) gives the same.
+#[test]
+fn hit_records_are_the_reference_hits_with_the_same_counters() {
+    /// Forwards to a tracer without its own `closest_hit_records` (the trait's is used).
+    struct Plain<'a>(&'a WaveTracer);
+    impl Tracer for Plain<'_> {
+        fn closest_hits(
+            &self,
+            rays: &[Ray],
+            hits: &mut [Hit],
+            clocks: Option<&mut [u32]>,
+            counters: &mut Counters,
+        ) {
+            self.0.closest_hits(rays, hits, clocks, counters);
+        }
+        fn any_hits(&self, rays: &[Ray], occluded: &mut [bool], counters: &mut Counters) {
+            self.0.any_hits(rays, occluded, counters);
+        }
+    }
+    let mut rng = Rng(0xE0_0006);
+    let mesh = mesh(&mut rng);
+    let mut rays = rays(&mut rng, 3000);
+    rays.extend(coherent_rays(&mut rng, 40));
+    for mode in [
+        TriangleReturnMode::Barycentrics,
+        TriangleReturnMode::TriangleId,
+    ] {
+        let options = BuildOptions {
+            return_mode: mode,
+            ..Default::default()
+        };
+        let built = build(&mesh, &options).unwrap();
+        let reference: Vec<HitRecord> = rays
+            .iter()
+            .map(|r| HitRecord::from(&closest_hit_scalar(&built.image, &mesh, r)))
+            .collect();
+        assert!(reference.iter().filter(|r| r.is_hit()).count() > rays.len() / 4);
+        for wave in [WaveWidth::W32, WaveWidth::W64] {
+            for parallel in [false, true] {
+                let config = WaveTracerConfig {
+                    wave,
+                    parallel,
+                    ..Default::default()
+                };
+                let tracer = WaveTracer::new(&built.image, &mesh, config);
+                let mut hits = vec![Hit::MISS; rays.len()];
+                let mut hit_counters = Counters::default();
+                tracer.closest_hits(&rays, &mut hits, None, &mut hit_counters);
+                for (name, traced) in [
+                    ("own", &tracer as &dyn Tracer),
+                    ("trait's", &Plain(&tracer)),
+                ] {
+                    let mut records = vec![
+                        HitRecord {
+                            t: -1.0,
+                            prim_id: 7
+                        };
+                        rays.len()
+                    ];
+                    let mut counters = Counters::default();
+                    traced.closest_hit_records(&rays, &mut records, &mut counters);
+                    let what = format!("{name} records, {mode:?}, {wave:?}, parallel {parallel}");
+                    for (i, (r, e)) in records.iter().zip(&reference).enumerate() {
+                        assert_eq!(r, e, "{what}: ray {i}");
+                    }
+                    assert_eq!(counters, hit_counters, "{what}");
+                }
+            }
         }
     }
 }

@@ -55,7 +55,7 @@ pub use mesh::Mesh;
 pub use metrics::Metrics;
 pub use query::{
     closest_hit_brute_force, closest_hit_scalar, plane_distance_f64, ray_registers,
-    refine_hit_distance,
+    refine_hit_distance, refined_distance,
 };
 pub use validate::{validate, ValidationError};
 

@@ -222,13 +222,19 @@ pub fn plane_distance_f64(ray: &Ray, tri: [[f32; 3]; 3]) -> Option<f32> {
 
 /// `hit` with its t replaced by [`plane_distance_f64`] of its triangle (misses unchanged).
 pub fn refine_hit_distance(mesh: &Mesh, ray: &Ray, hit: Hit) -> Hit {
-    if !hit.is_hit() {
-        return hit;
+    Hit {
+        t: refined_distance(mesh, ray, hit.t, hit.prim_id),
+        ..hit
     }
-    match plane_distance_f64(ray, mesh.triangle(hit.prim_id)) {
-        Some(t) => Hit { t, ..hit },
-        None => hit,
+}
+
+/// [`refine_hit_distance`] of a hit at `t` on primitive `prim_id` (`t` itself for a miss,
+/// [`Hit::NO_PRIMITIVE`], or where the plane distance is not finite).
+pub fn refined_distance(mesh: &Mesh, ray: &Ray, t: f32, prim_id: u32) -> f32 {
+    if prim_id == Hit::NO_PRIMITIVE {
+        return t;
     }
+    plane_distance_f64(ray, mesh.triangle(prim_id)).unwrap_or(t)
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 use wavetrace::bvh::{self, Mesh};
 use wavetrace::counters::Counters;
-use wavetrace::math::{Hit, Ray};
+use wavetrace::math::{HitRecord, Ray};
 use wavetrace::traverse::rayfile::read_rays;
 use wavetrace::traverse::{Schedule, SimdPath, WaveTracer, WaveTracerConfig};
 use wavetrace::wave::{Tracer, WaveWidth};
@@ -120,14 +120,15 @@ pub fn run(args: BenchArgs) -> Result<i32> {
     // seconds[f][b]: the repetitions of file f with build b; results[f]: what the first
     // run gave, which every later run must give.
     let mut seconds = vec![vec![Vec::new(); builds.len()]; ray_sets.len()];
-    let mut results: Vec<Option<(Vec<Hit>, Counters)>> = vec![None; ray_sets.len()];
+    let mut results: Vec<Option<(Vec<HitRecord>, Counters)>> = vec![None; ray_sets.len()];
     for _ in 0..args.repeat {
         for (f, rays) in ray_sets.iter().enumerate() {
             for (b, tracer) in tracers.iter().enumerate() {
-                let mut hits = vec![Hit::MISS; rays.len()];
+                // What `wavetrace trace` produces and times.
+                let mut hits = vec![HitRecord::MISS; rays.len()];
                 let mut counters = Counters::default();
                 let start = Instant::now();
-                pool.install(|| tracer.closest_hits(rays, &mut hits, None, &mut counters));
+                pool.install(|| tracer.closest_hit_records(rays, &mut hits, &mut counters));
                 seconds[f][b].push(start.elapsed().as_secs_f64());
                 match &results[f] {
                     None => results[f] = Some((hits, counters)),

@@ -10,7 +10,7 @@ use wavetrace::bvh::{self, Mesh};
 use wavetrace::counters::report::Report;
 use wavetrace::counters::Counters;
 use wavetrace::hw::peak::{SERIES_S, SERIES_X};
-use wavetrace::math::Hit;
+use wavetrace::math::HitRecord;
 use wavetrace::outfile::write_bytes_atomic;
 use wavetrace::traverse::rayfile::{encode_hits, read_rays};
 use wavetrace::traverse::{Schedule, SimdPath, Strategy, WaveTracer, WaveTracerConfig};
@@ -163,15 +163,16 @@ pub fn run(args: TraceArgs) -> Result<i32> {
         schedule: args.schedule.schedule(),
     };
     let tracer = WaveTracer::new(&built.image, &mesh, config);
-    let mut hits = vec![Hit::MISS; rays.len()];
+    // What the hit file keeps (no barycentrics or facing: they are not computed).
+    let mut hits = vec![HitRecord::MISS; rays.len()];
     let mut counters = Counters::default();
     let start = Instant::now();
-    pool.install(|| tracer.closest_hits(&rays, &mut hits, None, &mut counters));
+    pool.install(|| tracer.closest_hit_records(&rays, &mut hits, &mut counters));
     let trace_seconds = start.elapsed().as_secs_f64();
     if !args.raw_t {
         // The hit shader's step, after traversal: an accurate distance for the chosen hit.
         for (hit, ray) in hits.iter_mut().zip(&rays) {
-            *hit = bvh::refine_hit_distance(&mesh, ray, *hit);
+            hit.t = bvh::refined_distance(&mesh, ray, hit.t, hit.prim_id);
         }
     }
     write_bytes_atomic(&args.out, &encode_hits(&hits))?;

@@ -70,6 +70,42 @@ impl Hit {
     }
 }
 
+/// What a hit file keeps of a ray's closest hit (`traverse::rayfile`): its distance and
+/// primitive id, `(+inf, Hit::NO_PRIMITIVE)` for a miss. A tracer can produce it without
+/// what a [`Hit`] adds (barycentrics, the facing), which `wavetrace trace` never writes
+/// ([`crate::wave::Tracer::closest_hit_records`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct HitRecord {
+    /// Hit distance in units of the ray direction; `f32::INFINITY` for a miss.
+    pub t: f32,
+    /// Primitive id; [`Hit::NO_PRIMITIVE`] for a miss.
+    pub prim_id: u32,
+}
+
+impl HitRecord {
+    pub const MISS: HitRecord = HitRecord {
+        t: f32::INFINITY,
+        prim_id: Hit::NO_PRIMITIVE,
+    };
+
+    pub fn is_hit(&self) -> bool {
+        self.prim_id != Hit::NO_PRIMITIVE
+    }
+}
+
+impl From<&Hit> for HitRecord {
+    fn from(hit: &Hit) -> HitRecord {
+        if hit.is_hit() {
+            HitRecord {
+                t: hit.t,
+                prim_id: hit.prim_id,
+            }
+        } else {
+            HitRecord::MISS
+        }
+    }
+}
+
 impl Default for Hit {
     fn default() -> Self {
         Hit::MISS

@@ -5,7 +5,7 @@
 //! a miss), 8 bytes per ray.
 
 use crate::error::{Error, Result};
-use crate::math::{Hit, Ray};
+use crate::math::{HitRecord, Ray};
 use glam::Vec3;
 use std::path::Path;
 
@@ -83,17 +83,13 @@ pub fn parse_hits(path: &Path, bytes: &[u8]) -> Result<Vec<(f32, u32)>> {
         .collect())
 }
 
-/// Encodes hits as hit-file bytes (a miss: +inf, 0xFFFFFFFF).
-pub fn encode_hits(hits: &[Hit]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(hits.len() * HIT_BYTES);
-    for h in hits {
-        let (t, id) = if h.is_hit() {
-            (h.t, h.prim_id)
-        } else {
-            (f32::INFINITY, Hit::NO_PRIMITIVE)
-        };
+/// Encodes hit records as hit-file bytes (a miss: +inf, 0xFFFFFFFF).
+pub fn encode_hits(records: &[HitRecord]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(records.len() * HIT_BYTES);
+    for r in records {
+        let HitRecord { t, prim_id } = if r.is_hit() { *r } else { HitRecord::MISS };
         out.extend_from_slice(&t.to_le_bytes());
-        out.extend_from_slice(&id.to_le_bytes());
+        out.extend_from_slice(&prim_id.to_le_bytes());
     }
     out
 }
@@ -116,8 +112,27 @@ mod tests {
 
     #[test]
     fn misses_encode_as_inf_and_all_ones() {
-        let bytes = encode_hits(&[Hit::MISS]);
+        use crate::math::Hit;
+        // A miss whatever its t, and a hit as it is.
+        let miss = HitRecord {
+            t: 3.0,
+            prim_id: u32::MAX,
+        };
+        let hit = HitRecord::from(&Hit {
+            t: 2.5,
+            prim_id: 7,
+            bary: [0.25, 0.5],
+            front_face: true,
+        });
+        let bytes = encode_hits(&[HitRecord::from(&Hit::MISS), miss, hit]);
         let h = parse_hits(Path::new("h"), &bytes).unwrap();
-        assert_eq!(h, vec![(f32::INFINITY, u32::MAX)]);
+        assert_eq!(
+            h,
+            vec![
+                (f32::INFINITY, u32::MAX),
+                (f32::INFINITY, u32::MAX),
+                (2.5, 7)
+            ]
+        );
     }
 }

@@ -20,7 +20,7 @@ pub use intersector::{BvhMemory, DecodedBox, LaneRay, NodeCache, LANES};
 pub use lanes::{InstructionCost, LaneStatus, Wave, WaveIntersector, WaveResults, WaveWidth};
 
 use crate::counters::Counters;
-use crate::math::{Hit, Ray};
+use crate::math::{Hit, HitRecord, Ray};
 
 /// Something that traces batches of rays and counts what the hardware would do.
 ///
@@ -39,4 +39,21 @@ pub trait Tracer: Sync {
 
     /// Whether each ray hits anything within `[tmin, tmax]` (shadow rays; any hit ends the ray).
     fn any_hits(&self, rays: &[Ray], occluded: &mut [bool], counters: &mut Counters);
+
+    /// [`Self::closest_hits`] as a hit file records it: each ray's distance and primitive
+    /// id ([`HitRecord`]). The same rays, hits and counters; a tracer that can leave out
+    /// what a [`Hit`] adds overrides it.
+    fn closest_hit_records(
+        &self,
+        rays: &[Ray],
+        records: &mut [HitRecord],
+        counters: &mut Counters,
+    ) {
+        assert_eq!(rays.len(), records.len(), "one record per ray");
+        let mut hits = vec![Hit::MISS; rays.len()];
+        self.closest_hits(rays, &mut hits, None, counters);
+        for (record, hit) in records.iter_mut().zip(&hits) {
+            *record = HitRecord::from(hit);
+        }
+    }
 }
