@@ -18,6 +18,7 @@ use crate::counters::Counters;
 use crate::hw::descriptor::{BvhDescriptor, TriangleReturnMode};
 use crate::hw::peak::{ConsoleConfig, SERIES_X};
 use crate::math::{Hit, HitRecord, Ray};
+use crate::wave::intersector::RayColumns;
 use crate::wave::{BvhMemory, NodeCache, Tracer, Wave, WaveIntersector, WaveWidth};
 use rayon::prelude::*;
 
@@ -460,7 +461,7 @@ impl WaveTracer {
             };
             match schedule {
                 Schedule::Lockstep => {
-                    let wave = &mut scratch.wave;
+                    let wave = (&mut *scratch.wave, &mut *scratch.columns);
                     match simd {
                         // SAFETY: `resolve` returns Avx2 only when the CPU has AVX2.
                         #[cfg(target_arch = "x86_64")]
@@ -540,6 +541,8 @@ impl WaveTracer {
 /// the block's lane outputs.
 struct BlockScratch<const H: usize, L> {
     wave: Box<Wave<H, LaneState<L>>>,
+    /// The lockstep loop's columns of its lanes' registers (see `WaveRun::trace_waves_on`).
+    columns: Box<RayColumns>,
     by_lane: ByLaneScratch<L>,
     outputs: Box<[LaneOutput]>,
 }
@@ -549,6 +552,7 @@ impl<const H: usize, L: Default> BlockScratch<H, L> {
     fn new(rays: usize) -> Self {
         BlockScratch {
             wave: Box::new(Wave::new(0)),
+            columns: Box::default(),
             by_lane: ByLaneScratch::default(),
             outputs: vec![LaneOutput::default(); rays].into_boxed_slice(),
         }
@@ -568,14 +572,14 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveBlock<'_, T, P> {
     fn run<const W: usize, const H: usize, const AVX2: bool>(
         &self,
         rays: &[Ray],
-        wave: &mut Wave<H, LaneState<T::Lane>>,
+        (wave, columns): (&mut Wave<H, LaneState<T::Lane>>, &mut RayColumns),
         out: &mut [LaneOutput],
         counters: &mut Counters,
     ) {
         for (k, (rays, out)) in rays.chunks(H).zip(out.chunks_mut(H)).enumerate() {
             let index = self.first_wave + (k * (H / W)) as u64;
             self.run
-                .trace_waves_on::<W, H, AVX2>(index, rays, wave, out, counters);
+                .trace_waves_on::<W, H, AVX2>(index, rays, (wave, columns), out, counters);
         }
     }
 
@@ -590,7 +594,7 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveBlock<'_, T, P> {
     unsafe fn run_avx2<const W: usize, const H: usize>(
         &self,
         rays: &[Ray],
-        wave: &mut Wave<H, LaneState<T::Lane>>,
+        wave: (&mut Wave<H, LaneState<T::Lane>>, &mut RayColumns),
         out: &mut [LaneOutput],
         counters: &mut Counters,
     ) {

@@ -395,14 +395,15 @@ pub unsafe fn box_query_pair(
     Some(valid)
 }
 
-/// The origins, inverse directions and extents of a block of host lanes as columns
-/// (`origin[a][i]`: lane i's component a), for [`box_query_eight`]. Origins and inverse
-/// directions are fixed for a ray's whole traversal, so they are written once, when a lane
-/// starts; the extent also when a hit shrinks it (the wave loop writes both the lane's
-/// register and its column, [`RayColumns::set_extent`]).
+/// The origins, directions, inverse directions and extents of a block of host lanes as
+/// columns (`origin[a][i]`: lane i's component a), for [`box_query_eight`] and
+/// [`triangle_query_eight`]. Origins and directions are fixed for a ray's whole traversal,
+/// so they are written once, when a lane starts; the extent also when a hit shrinks it (the
+/// wave loop writes both the lane's register and its column, [`RayColumns::set_extent`]).
 #[derive(Clone, Debug)]
 pub struct RayColumns {
     origin: [[f32; RayColumns::LANES]; 3],
+    dir: [[f32; RayColumns::LANES]; 3],
     inv_dir: [[f32; RayColumns::LANES]; 3],
     extent: [f32; RayColumns::LANES],
 }
@@ -411,6 +412,7 @@ impl Default for RayColumns {
     fn default() -> Self {
         RayColumns {
             origin: [[0.0; RayColumns::LANES]; 3],
+            dir: [[0.0; RayColumns::LANES]; 3],
             inv_dir: [[0.0; RayColumns::LANES]; 3],
             extent: [0.0; RayColumns::LANES],
         }
@@ -426,6 +428,7 @@ impl RayColumns {
     pub fn set(&mut self, i: usize, ray: &LaneRay) {
         for a in 0..3 {
             self.origin[a][i] = ray.origin[a];
+            self.dir[a][i] = ray.dir[a];
             self.inv_dir[a][i] = ray.inv_dir[a];
         }
         self.extent[i] = ray.extent;
@@ -437,17 +440,19 @@ impl RayColumns {
         self.extent[i] = extent;
     }
 
-    /// Lane `i`'s origin and inverse direction, as recorded.
+    /// Lane `i`'s origin, direction and inverse direction, as recorded.
     #[cfg(all(test, target_arch = "x86_64"))]
-    pub(crate) fn lane(&self, i: usize) -> ([f32; 3], [f32; 3]) {
-        (
-            [self.origin[0][i], self.origin[1][i], self.origin[2][i]],
-            [self.inv_dir[0][i], self.inv_dir[1][i], self.inv_dir[2][i]],
-        )
+    pub(crate) fn lane(&self, i: usize) -> [[f32; 3]; 3] {
+        let column = |c: &[[f32; RayColumns::LANES]; 3]| [c[0][i], c[1][i], c[2][i]];
+        [
+            column(&self.origin),
+            column(&self.dir),
+            column(&self.inv_dir),
+        ]
     }
 
-    /// Records lanes `first..first + 8` at once: element k of `origin[a]` and `inv_dir[a]`
-    /// is lane `first + k`'s component a, element k of `extent` its extent.
+    /// Records lanes `first..first + 8` at once: element k of `origin[a]`, `dir[a]` and
+    /// `inv_dir[a]` is lane `first + k`'s component a, element k of `extent` its extent.
     ///
     /// # Safety
     /// The CPU must support AVX (and the caller be compiled with it, where this inlines).
@@ -456,8 +461,7 @@ impl RayColumns {
     pub unsafe fn set_eight(
         &mut self,
         first: usize,
-        origin: [core::arch::x86_64::__m256; 3],
-        inv_dir: [core::arch::x86_64::__m256; 3],
+        [origin, dir, inv_dir]: [[core::arch::x86_64::__m256; 3]; 3],
         extent: core::arch::x86_64::__m256,
     ) {
         use core::arch::x86_64::*;
@@ -466,10 +470,12 @@ impl RayColumns {
         unsafe { _mm256_storeu_ps(e.as_mut_ptr(), extent) };
         for a in 0..3 {
             let o: &mut [f32; 8] = (&mut self.origin[a][first..first + 8]).try_into().unwrap();
+            let d: &mut [f32; 8] = (&mut self.dir[a][first..first + 8]).try_into().unwrap();
             let r: &mut [f32; 8] = (&mut self.inv_dir[a][first..first + 8]).try_into().unwrap();
             // SAFETY: unaligned 32-byte stores of eight f32; AVX (the caller's promise).
             unsafe {
                 _mm256_storeu_ps(o.as_mut_ptr(), origin[a]);
+                _mm256_storeu_ps(d.as_mut_ptr(), dir[a]);
                 _mm256_storeu_ps(r.as_mut_ptr(), inv_dir[a]);
             }
         }
@@ -691,6 +697,145 @@ unsafe fn transpose_eight_rows<const JUST_STORED: bool>(
             _mm256_shuffle_ps::<0b01_00_01_00>(t1, t3),
             _mm256_shuffle_ps::<0b11_10_11_10>(t1, t3),
         ]
+    }
+}
+
+/// The dominant-axis rotation of eight lanes whose axes may differ, as selects: component
+/// c of a rotated vector is component `ROTATIONS[axis][c]` of the original, lane by lane.
+#[cfg(target_arch = "x86_64")]
+#[derive(Clone, Copy)]
+struct AxisMasks {
+    /// Lanes whose dominant axis is x (all ones), and those where y is as large as the
+    /// largest: their axis is y unless x is (a tie goes to x, whose select comes last).
+    x: core::arch::x86_64::__m256,
+    y: core::arch::x86_64::__m256,
+}
+
+#[cfg(target_arch = "x86_64")]
+impl AxisMasks {
+    /// The masks of the lanes' dominant axes, from their directions `dir` (x, y, z columns):
+    /// [`dominant_rotation`]'s choice, ties to x, then y.
+    ///
+    /// # Safety
+    /// AVX, with the caller compiled for it (this is inlined there).
+    #[inline(always)]
+    unsafe fn of_directions(dir: [core::arch::x86_64::__m256; 3]) -> AxisMasks {
+        use core::arch::x86_64::*;
+        // SAFETY: AVX (the caller's promise).
+        unsafe {
+            let sign = _mm256_set1_ps(-0.0);
+            let [x, y, z] = [
+                _mm256_andnot_ps(sign, dir[0]),
+                _mm256_andnot_ps(sign, dir[1]),
+                _mm256_andnot_ps(sign, dir[2]),
+            ];
+            let max = _mm256_max_ps(x, _mm256_max_ps(y, z));
+            AxisMasks {
+                x: _mm256_cmp_ps::<_CMP_EQ_OQ>(x, max),
+                y: _mm256_cmp_ps::<_CMP_EQ_OQ>(y, max),
+            }
+        }
+    }
+
+    /// `v` (x, y, z columns) rotated lane by lane: the same values [`TriangleRay::rotated`]
+    /// and [`TriangleBatch::push_prepared_avx`] move, by selects instead of permutes.
+    ///
+    /// # Safety
+    /// AVX, with the caller compiled for it (this is inlined there).
+    #[inline(always)]
+    unsafe fn rotate(&self, v: [core::arch::x86_64::__m256; 3]) -> [core::arch::x86_64::__m256; 3] {
+        use core::arch::x86_64::*;
+        let mut out = v;
+        // (A loop, not `from_fn`: a closure would be a function compiled without AVX.)
+        for c in 0..3 {
+            // SAFETY: AVX (the caller's promise).
+            out[c] = unsafe {
+                _mm256_blendv_ps(
+                    _mm256_blendv_ps(v[ROTATIONS[2][c]], v[ROTATIONS[1][c]], self.y),
+                    v[ROTATIONS[0][c]],
+                    self.x,
+                )
+            };
+        }
+        out
+    }
+}
+
+/// The triangle queries of eight consecutive lanes `first..first + 8` on one triangle,
+/// triangle `k` of the node `node`, one lane per vector element: the node's vertices
+/// broadcast and rotated lane by lane, the lanes' rotated origins and directions read from
+/// `columns`. The same f32 operations in the same order as [`TriangleBatch::run_avx`] on
+/// the same values, so element j is lane `first + j`'s four dwords, as the scalar reference
+/// returns them.
+///
+/// Why: the eight lanes of a block that shares one stack (`traverse::Traversal::SHARES_LANES`)
+/// often ask for one triangle in one step (on sponza's camera rays, 46 % of the triangle lane
+/// steps; 8 % more are blocks of eight lanes that have parted). The batch gathers each
+/// lane's vertices and ray as rows and transposes them back to columns; here the vertices
+/// are three broadcasts each and the rays' columns were written when the lanes started.
+///
+/// # Safety
+/// AVX2, with the caller compiled for it (this is inlined there, without a `target_feature`
+/// of its own); `columns` holds the eight lanes' set-ups.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+pub unsafe fn triangle_query_eight(
+    node: &[u8; 64],
+    k: usize,
+    columns: &RayColumns,
+    first: usize,
+    mode: TriangleReturnMode,
+) -> [[u32; 4]; BATCH_LANES] {
+    use core::arch::x86_64::*;
+    let word = |w: usize| {
+        let o = 4 * (w & 15);
+        f32::from_le_bytes([node[o], node[o + 1], node[o + 2], node[o + 3]])
+    };
+    fn column<T>(c: &[T; RayColumns::LANES], first: usize) -> &[T; 8] {
+        c[first..first + 8].try_into().expect("eight lanes")
+    }
+    // SAFETY (every intrinsic below): AVX2, the caller's promise; every load reads eight
+    // values of an `[_; 8]`.
+    unsafe {
+        macro_rules! load {
+            ($c:expr) => {
+                [
+                    _mm256_loadu_ps(column(&$c[0], first).as_ptr()),
+                    _mm256_loadu_ps(column(&$c[1], first).as_ptr()),
+                    _mm256_loadu_ps(column(&$c[2], first).as_ptr()),
+                ]
+            };
+        }
+        let (origin, dir) = (load!(columns.origin), load!(columns.dir));
+        let rotation = AxisMasks::of_directions(dir);
+        let [v0, v1, v2] = TRIANGLE_VERTICES[k & 3].map(|v| [3 * v, 3 * v + 1, 3 * v + 2]);
+        macro_rules! vertex {
+            ($w:expr) => {{
+                let broadcast = [
+                    _mm256_set1_ps(word($w[0])),
+                    _mm256_set1_ps(word($w[1])),
+                    _mm256_set1_ps(word($w[2])),
+                ];
+                let [x, y, z] = rotation.rotate(broadcast);
+                [Avx8(x), Avx8(y), Avx8(z)]
+            }};
+        }
+        macro_rules! ray {
+            ($v:expr) => {{
+                let [x, y, z] = rotation.rotate($v);
+                [Avx8(x), Avx8(y), Avx8(z)]
+            }};
+        }
+        let columns = [
+            vertex!(v0),
+            vertex!(v1),
+            vertex!(v2),
+            ray!(origin),
+            ray!(dir),
+        ];
+        let id = u32::from_le_bytes([node[60], node[61], node[62], node[63]]);
+        let lanes = (BATCH_LANES, &[id; BATCH_LANES], &[k as u32; BATCH_LANES]);
+        triangle_dwords(lanes, mode, columns)
     }
 }
 
@@ -1235,7 +1380,7 @@ impl TriangleBatch {
         debug_assert!(self.len <= LANES);
         // Rows past `len` hold stale values: computed and ignored.
         let columns = [0, 1, 2, 3, 4].map(|r| self.columns(r));
-        triangle_dwords(self, mode, columns)
+        triangle_dwords((self.len, &self.word, &self.k), mode, columns)
     }
 
     /// Row `r` of up to eight gathered lanes as three AVX columns (x, y, z).
@@ -1280,7 +1425,7 @@ impl TriangleBatch {
                 self.columns_avx(4),
             ]
         };
-        triangle_dwords(self, mode, columns)
+        triangle_dwords((self.len, &self.word, &self.k), mode, columns)
     }
 }
 
@@ -1417,12 +1562,13 @@ impl TriangleVector<BATCH_LANES> for Avx8 {
     }
 }
 
-/// The triangle test (`semantics.md` 7.2-7.6) of a [`TriangleBatch`]'s first `N` rows,
-/// given as columns (`columns[r]`: row r's x, y, z; element j is gathered lane j's):
-/// element j of the result is lane j's four dwords (past [`TriangleBatch::len`]: misses).
+/// The triangle test (`semantics.md` 7.2-7.6) of `len` lanes (at most `N`) given as
+/// columns (`columns[r]`: row r's x, y, z of a [`TriangleBatch`]; element j is lane j's),
+/// lane j's triangle index and node word@60 being `k[j]` and `word[j]`: element j of the
+/// result is lane j's four dwords (past `len`: misses).
 #[inline(always)]
 fn triangle_dwords<V: TriangleVector<N>, const N: usize>(
-    batch: &TriangleBatch,
+    (len, word, k): (usize, &[u32; BATCH_LANES], &[u32; BATCH_LANES]),
     mode: TriangleReturnMode,
     columns: [[V; 3]; 5],
 ) -> [[u32; 4]; N] {
@@ -1498,11 +1644,11 @@ fn triangle_dwords<V: TriangleVector<N>, const N: usize>(
     let uvw = [u.to_array(), v.to_array(), w.to_array()];
     let dz = dz.to_array();
     let mut out = [TRIANGLE_MISS; N];
-    for (j, o) in out.iter_mut().enumerate().take(batch.len) {
+    for (j, o) in out.iter_mut().enumerate().take(len) {
         if missed & (1 << j) != 0 {
             continue;
         }
-        let (word, k) = (batch.word[j], batch.k[j]);
+        let (word, k) = (word[j], k[j]);
         *o = match mode {
             TriangleReturnMode::TriangleId => [
                 t_num[j].to_bits(),
@@ -2171,6 +2317,116 @@ pub(crate) mod tests {
         assert!(
             lanes > 150_000 && hits > 20_000 && misses > 20_000,
             "{lanes} {hits} {misses}"
+        );
+    }
+
+    /// The eight-lane test of one triangle against the scalar reference instruction, lane by
+    /// lane, in both return modes, for every triangle index, at every block of a 64-lane
+    /// wave: vertices on a small integer grid (exact zeros on edges and at vertices, edge-on
+    /// and degenerate triangles), repeated and NaN vertex words; rays mostly aimed at the
+    /// triangle (its centroid or a vertex), each lane's dominant axis its own (ties among
+    /// them), some direction components zero, and blocks of one ray eight times.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn triangle_query_eight_matches_the_scalar_reference() {
+        use crate::hw::image_bvh_intersect_ray;
+        use crate::hw::instruction::LaneOutcome;
+        if !std::is_x86_feature_detected!("avx2") {
+            return;
+        }
+        let mut next = xorshift(0x510E_527F_ADE6_82D1_u64);
+        let mut value = move || {
+            let r = next();
+            match r % 16 {
+                0..=5 => (r >> 8) as f32 % 7.0 - 3.0,
+                6 => 0.5,
+                7 => -0.25,
+                _ => (r >> 40) as f32 / (1u64 << 24) as f32 * 8.0 - 4.0,
+            }
+        };
+        let mut columns = RayColumns::default();
+        let (mut hits, mut misses, mut axes) = (0u64, 0u64, [0u64; 3]);
+        for case in 0..20_000u32 {
+            let mode = if case % 3 == 0 {
+                TriangleReturnMode::TriangleId
+            } else {
+                TriangleReturnMode::Barycentrics
+            };
+            let descriptor = BvhDescriptor {
+                triangle_return_mode: mode,
+                ..BvhDescriptor::default()
+            };
+            let mut node = [0u8; 64];
+            for w in 0..15 {
+                let v = match value().to_bits() % 29 {
+                    0 => f32::NAN,
+                    1 if w > 0 => f32::from_le_bytes(node[4 * w - 4..4 * w].try_into().unwrap()),
+                    _ => value(),
+                };
+                node[4 * w..4 * w + 4].copy_from_slice(&v.to_le_bytes());
+            }
+            let word = (value().to_bits() & 0x0fff_ffff) | (case << 28);
+            node[60..64].copy_from_slice(&word.to_le_bytes());
+            let k = case as usize / 3 % 4;
+            let vertex = |v: usize| -> [f32; 3] {
+                std::array::from_fn(|a| {
+                    let o = 4 * (3 * v + a);
+                    f32::from_le_bytes(node[o..o + 4].try_into().unwrap())
+                })
+            };
+            let [a, b, c] = TRIANGLE_VERTICES[k].map(vertex);
+            let first = 8 * (case as usize % 8);
+            let mut rays = [random_ray(&mut value); 8];
+            for (j, ray) in rays.iter_mut().enumerate() {
+                if case % 4 == 3 && j > 0 {
+                    // One ray eight times, as a block that shares a stack.
+                    continue;
+                }
+                *ray = random_ray(&mut value);
+                let target: Option<[f32; 3]> = match (case as usize + j) % 4 {
+                    0 | 1 => Some(std::array::from_fn(|x| (a[x] + b[x] + c[x]) / 3.0)),
+                    2 => Some(a),
+                    _ => None,
+                };
+                if let Some(target) = target {
+                    ray.dir = std::array::from_fn(|x| target[x] - ray.origin[x]);
+                }
+                match (case as usize + 3 * j) % 7 {
+                    0 => ray.dir[j % 3] = 0.0,
+                    // Tied magnitudes: the tie rule picks the axis.
+                    1 => ray.dir[(j + 1) % 3] = -ray.dir[j % 3],
+                    _ => {}
+                }
+                ray.inv_dir = ray.dir.map(|d| 1.0 / d);
+            }
+            if case % 4 == 3 {
+                rays = [rays[0]; 8];
+            }
+            for (j, ray) in rays.iter().enumerate() {
+                columns.set(first + j, ray);
+            }
+            // SAFETY: AVX2 checked above (called from code not compiled for AVX2, the
+            // intrinsics are calls: the same results).
+            let got = unsafe { triangle_query_eight(&node, k, &columns, first, mode) };
+            for (j, ray) in rays.iter().enumerate() {
+                if ray.dir.iter().all(|&d| d == 0.0) || ray.dir.iter().any(|d| d.is_nan()) {
+                    continue;
+                }
+                let expect = image_bvh_intersect_ray(&node[..], &descriptor, k as u32, ray);
+                assert_eq!(expect.outcome, LaneOutcome::Tested, "case {case} lane {j}");
+                assert_eq!(got[j], expect.dwords, "case {case} lane {j} ray {ray:?}");
+                axes[TriangleRay::new(ray).rotation[2] as usize] += 1;
+                if expect.dwords == TRIANGLE_MISS {
+                    misses += 1;
+                } else {
+                    hits += 1;
+                }
+            }
+        }
+        // Hits and misses in quantity, and every dominant axis.
+        assert!(
+            hits > 20_000 && misses > 50_000 && axes.iter().all(|&n| n > 20_000),
+            "{hits} {misses} {axes:?}"
         );
     }
 
