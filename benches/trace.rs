@@ -93,9 +93,24 @@ fn bench_wave32(
     group.finish();
 }
 
-/// The records of `hits`: what [`bench_wave32`]'s traces must give.
-fn records(hits: &[Hit]) -> Vec<HitRecord> {
-    hits.iter().map(HitRecord::from).collect()
+/// `tracer`'s hits of `rays` and its records of them, checked to agree (`name` in the
+/// message): the hits for the checks, the records for [`bench_wave32`] to overwrite.
+fn hits_and_records(
+    pool: &rayon::ThreadPool,
+    tracer: &WaveTracer,
+    rays: &[Ray],
+    name: &str,
+) -> (Vec<Hit>, Vec<HitRecord>) {
+    let mut hits = vec![Hit::MISS; rays.len()];
+    pool.install(|| tracer.closest_hits(rays, &mut hits, None, &mut Counters::default()));
+    let mut records = vec![HitRecord::MISS; rays.len()];
+    pool.install(|| tracer.closest_hit_records(rays, &mut records, &mut Counters::default()));
+    let expected: Vec<HitRecord> = hits.iter().map(HitRecord::from).collect();
+    assert!(
+        records == expected,
+        "{name}: the records differ from the hits"
+    );
+    (hits, records)
 }
 
 /// Hits of the full camera ray set at the pixels the shipped `primary` subset keeps.
@@ -189,14 +204,7 @@ fn bench(c: &mut Criterion) {
     let built = build(&mesh, &BuildOptions::default()).unwrap();
     let (rays, _) = full_primary_rays("dragon");
     let tracer = serial_tracer(&built.image, &mesh, WaveWidth::W32);
-    let mut hits = vec![Hit::MISS; rays.len()];
-    pool.install(|| tracer.closest_hits(&rays, &mut hits, None, &mut Counters::default()));
-    let mut timed = vec![HitRecord::MISS; rays.len()];
-    pool.install(|| tracer.closest_hit_records(&rays, &mut timed, &mut Counters::default()));
-    assert!(
-        timed == records(&hits),
-        "dragon primary_full: the records differ from the hits"
-    );
+    let (hits, mut timed) = hits_and_records(&pool, &tracer, &rays, "dragon primary_full");
     bench_wave32(c, &pool, "dragon_primary_full", &tracer, &rays, &mut timed);
     let (hit, expected) = assert_primary_hit_fraction("dragon", &hits);
     println!("dragon primary_full wave32: {hit} hits, the reference tracers found {expected}");
@@ -206,14 +214,7 @@ fn bench(c: &mut Criterion) {
     // scattered rays over a large tree, where the wave's interleaved lanes overlap their
     // memory misses. Checked against the scalar reference traversal on a sample.
     let diffuse = diffuse_rays(&mesh, &rays, &hits, diagonal("dragon"), 1 << 18, 12350);
-    let mut hits = vec![Hit::MISS; diffuse.len()];
-    pool.install(|| tracer.closest_hits(&diffuse, &mut hits, None, &mut Counters::default()));
-    let mut timed = vec![HitRecord::MISS; diffuse.len()];
-    pool.install(|| tracer.closest_hit_records(&diffuse, &mut timed, &mut Counters::default()));
-    assert!(
-        timed == records(&hits),
-        "dragon diffuse: the records differ from the hits"
-    );
+    let (hits, mut timed) = hits_and_records(&pool, &tracer, &diffuse, "dragon diffuse");
     bench_wave32(c, &pool, "dragon_diffuse", &tracer, &diffuse, &mut timed);
     for (i, ray) in diffuse.iter().enumerate().step_by(64) {
         let scalar = closest_hit_scalar(&built.image, &mesh, ray);

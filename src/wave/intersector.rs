@@ -2212,6 +2212,69 @@ pub(crate) mod tests {
         );
     }
 
+    /// Seeded values for triangle tests: mostly small integers (exact zeros on edges and at
+    /// vertices), some halves and quarters, the rest uniform in [-4, 4).
+    #[cfg(target_arch = "x86_64")]
+    fn grid_values(seed: u64) -> impl FnMut() -> f32 {
+        let mut next = xorshift(seed);
+        move || {
+            let r = next();
+            match r % 16 {
+                0..=5 => (r >> 8) as f32 % 7.0 - 3.0,
+                6 => 0.5,
+                7 => -0.25,
+                _ => (r >> 40) as f32 / (1u64 << 24) as f32 * 8.0 - 4.0,
+            }
+        }
+    }
+
+    /// Fills a 64-byte triangle node: its 15 vertex words from `value`, one in `nan_one_in`
+    /// NaN and as often a repeat of the word before (shared or degenerate vertices), and a
+    /// word@60 whose top four bits come from `case`.
+    #[cfg(target_arch = "x86_64")]
+    fn fill_triangle_node(
+        node: &mut [u8],
+        value: &mut impl FnMut() -> f32,
+        nan_one_in: u32,
+        case: u32,
+    ) {
+        for w in 0..15 {
+            let v = match value().to_bits() % nan_one_in {
+                0 => f32::NAN,
+                1 if w > 0 => f32::from_le_bytes(node[4 * w - 4..4 * w].try_into().unwrap()),
+                _ => value(),
+            };
+            node[4 * w..4 * w + 4].copy_from_slice(&v.to_le_bytes());
+        }
+        let word = (value().to_bits() & 0x0fff_ffff) | (case << 28);
+        node[60..64].copy_from_slice(&word.to_le_bytes());
+    }
+
+    /// Triangle `k`'s three vertices in `node`, in hardware order.
+    #[cfg(target_arch = "x86_64")]
+    fn triangle_vertices(node: &[u8], k: usize) -> [[f32; 3]; 3] {
+        TRIANGLE_VERTICES[k].map(|v| {
+            std::array::from_fn(|a| {
+                let o = 4 * (3 * v + a);
+                f32::from_le_bytes(node[o..o + 4].try_into().expect("a word"))
+            })
+        })
+    }
+
+    /// Where a test ray aims, by `choice`: the triangle's centroid (0, 1), its first vertex
+    /// exactly (2), or nowhere in particular (3).
+    #[cfg(target_arch = "x86_64")]
+    fn aim(ray: &mut LaneRay, [a, b, c]: [[f32; 3]; 3], choice: usize) {
+        let target: Option<[f32; 3]> = match choice % 4 {
+            0 | 1 => Some(std::array::from_fn(|x| (a[x] + b[x] + c[x]) / 3.0)),
+            2 => Some(a),
+            _ => None,
+        };
+        if let Some(target) = target {
+            ray.dir = std::array::from_fn(|x| target[x] - ray.origin[x]);
+        }
+    }
+
     /// The eight-lane triangle test against the scalar reference instruction, lane by
     /// lane, in both return modes, on batches of 1 to 8 seeded random lanes: vertices on a
     /// small integer grid (exact zeros on edges and at vertices, edge-on and degenerate
@@ -2225,16 +2288,7 @@ pub(crate) mod tests {
         if !std::is_x86_feature_detected!("avx") {
             return;
         }
-        let mut next = xorshift(0x5EED_0008);
-        let mut value = move || {
-            let r = next();
-            match r % 16 {
-                0..=5 => (r >> 8) as f32 % 7.0 - 3.0,
-                6 => 0.5,
-                7 => -0.25,
-                _ => (r >> 40) as f32 / (1u64 << 24) as f32 * 8.0 - 4.0,
-            }
-        };
+        let mut value = grid_values(0x5EED_0008);
         // Eight triangle nodes, lane j's at 64-byte block j.
         let mut mem = vec![0u8; 8 * 64];
         let (mut lanes, mut hits, mut misses) = (0u64, 0u64, 0u64);
@@ -2254,40 +2308,13 @@ pub(crate) mod tests {
             batch.clear();
             for (j, (pointer, ray)) in lane.iter_mut().enumerate().take(len) {
                 let node = &mut mem[64 * j..64 * j + 64];
-                for w in 0..15 {
-                    let v = match value().to_bits() % 23 {
-                        0 => f32::NAN,
-                        // A repeated word: shared or degenerate vertices.
-                        1 if w > 0 => {
-                            f32::from_le_bytes(node[4 * w - 4..4 * w].try_into().unwrap())
-                        }
-                        _ => value(),
-                    };
-                    node[4 * w..4 * w + 4].copy_from_slice(&v.to_le_bytes());
-                }
-                let word = (value().to_bits() & 0x0fff_ffff) | (case << 28);
-                node[60..64].copy_from_slice(&word.to_le_bytes());
+                fill_triangle_node(node, &mut value, 23, case);
                 // Every triangle index at every lane.
                 let k = (case / 8 + j as u32) % 4;
                 *pointer = (j as u32) << 3 | k;
                 *ray = random_ray(&mut value);
                 // Most rays aim at the triangle: at its centroid, or exactly at a vertex.
-                let vertex = |v: usize| -> [f32; 3] {
-                    let w = |a: usize| {
-                        let o = 4 * (3 * v + a);
-                        f32::from_le_bytes(node[o..o + 4].try_into().expect("a word"))
-                    };
-                    [w(0), w(1), w(2)]
-                };
-                let [a, b, c] = TRIANGLE_VERTICES[k as usize].map(vertex);
-                let target = match case % 4 {
-                    0 | 1 => Some(std::array::from_fn(|x| (a[x] + b[x] + c[x]) / 3.0)),
-                    2 => Some(a),
-                    _ => None,
-                };
-                if let Some(target) = target {
-                    ray.dir = std::array::from_fn(|x| target[x] - ray.origin[x]);
-                }
+                aim(ray, triangle_vertices(node, k as usize), case as usize);
                 if case % 5 == 0 {
                     ray.dir[case as usize % 3] = 0.0;
                 }
@@ -2334,16 +2361,7 @@ pub(crate) mod tests {
         if !std::is_x86_feature_detected!("avx2") {
             return;
         }
-        let mut next = xorshift(0x510E_527F_ADE6_82D1_u64);
-        let mut value = move || {
-            let r = next();
-            match r % 16 {
-                0..=5 => (r >> 8) as f32 % 7.0 - 3.0,
-                6 => 0.5,
-                7 => -0.25,
-                _ => (r >> 40) as f32 / (1u64 << 24) as f32 * 8.0 - 4.0,
-            }
-        };
+        let mut value = grid_values(0x510E_527F_ADE6_82D1_u64);
         let mut columns = RayColumns::default();
         let (mut hits, mut misses, mut axes) = (0u64, 0u64, [0u64; 3]);
         for case in 0..20_000u32 {
@@ -2357,24 +2375,9 @@ pub(crate) mod tests {
                 ..BvhDescriptor::default()
             };
             let mut node = [0u8; 64];
-            for w in 0..15 {
-                let v = match value().to_bits() % 29 {
-                    0 => f32::NAN,
-                    1 if w > 0 => f32::from_le_bytes(node[4 * w - 4..4 * w].try_into().unwrap()),
-                    _ => value(),
-                };
-                node[4 * w..4 * w + 4].copy_from_slice(&v.to_le_bytes());
-            }
-            let word = (value().to_bits() & 0x0fff_ffff) | (case << 28);
-            node[60..64].copy_from_slice(&word.to_le_bytes());
+            fill_triangle_node(&mut node, &mut value, 29, case);
             let k = case as usize / 3 % 4;
-            let vertex = |v: usize| -> [f32; 3] {
-                std::array::from_fn(|a| {
-                    let o = 4 * (3 * v + a);
-                    f32::from_le_bytes(node[o..o + 4].try_into().unwrap())
-                })
-            };
-            let [a, b, c] = TRIANGLE_VERTICES[k].map(vertex);
+            let triangle = triangle_vertices(&node, k);
             let first = 8 * (case as usize % 8);
             let mut rays = [random_ray(&mut value); 8];
             for (j, ray) in rays.iter_mut().enumerate() {
@@ -2383,14 +2386,7 @@ pub(crate) mod tests {
                     continue;
                 }
                 *ray = random_ray(&mut value);
-                let target: Option<[f32; 3]> = match (case as usize + j) % 4 {
-                    0 | 1 => Some(std::array::from_fn(|x| (a[x] + b[x] + c[x]) / 3.0)),
-                    2 => Some(a),
-                    _ => None,
-                };
-                if let Some(target) = target {
-                    ray.dir = std::array::from_fn(|x| target[x] - ray.origin[x]);
-                }
+                aim(ray, triangle, case as usize + j);
                 match (case as usize + 3 * j) % 7 {
                     0 => ray.dir[j % 3] = 0.0,
                     // Tied magnitudes: the tie rule picks the axis.
