@@ -700,6 +700,20 @@ unsafe fn transpose_eight_rows<const JUST_STORED: bool>(
     }
 }
 
+/// Word `w` (0-14) of a triangle node as f32: component `w % 3` of vertex `w / 3`. (The mask
+/// keeps the compiler from checking bounds it cannot prove.)
+#[inline(always)]
+fn triangle_node_word(node: &[u8; 64], w: usize) -> f32 {
+    let o = 4 * (w & 15);
+    f32::from_le_bytes([node[o], node[o + 1], node[o + 2], node[o + 3]])
+}
+
+/// A triangle node's word@60: its triangle ID or IJ-control word.
+#[inline(always)]
+fn triangle_node_id_word(node: &[u8; 64]) -> u32 {
+    u32::from_le_bytes([node[60], node[61], node[62], node[63]])
+}
+
 /// The dominant-axis rotation of eight lanes whose axes may differ, as selects: component
 /// c of a rotated vector is component `ROTATIONS[axis][c]` of the original, lane by lane.
 #[cfg(target_arch = "x86_64")]
@@ -787,10 +801,6 @@ pub unsafe fn triangle_query_eight(
     mode: TriangleReturnMode,
 ) -> [[u32; 4]; BATCH_LANES] {
     use core::arch::x86_64::*;
-    let word = |w: usize| {
-        let o = 4 * (w & 15);
-        f32::from_le_bytes([node[o], node[o + 1], node[o + 2], node[o + 3]])
-    };
     fn column<T>(c: &[T; RayColumns::LANES], first: usize) -> &[T; 8] {
         c[first..first + 8].try_into().expect("eight lanes")
     }
@@ -809,31 +819,31 @@ pub unsafe fn triangle_query_eight(
         let (origin, dir) = (load!(columns.origin), load!(columns.dir));
         let rotation = AxisMasks::of_directions(dir);
         let [v0, v1, v2] = TRIANGLE_VERTICES[k & 3].map(|v| [3 * v, 3 * v + 1, 3 * v + 2]);
-        macro_rules! vertex {
-            ($w:expr) => {{
-                let broadcast = [
-                    _mm256_set1_ps(word($w[0])),
-                    _mm256_set1_ps(word($w[1])),
-                    _mm256_set1_ps(word($w[2])),
-                ];
-                let [x, y, z] = rotation.rotate(broadcast);
-                [Avx8(x), Avx8(y), Avx8(z)]
-            }};
-        }
-        macro_rules! ray {
+        // Columns rotated lane by lane.
+        macro_rules! rotated {
             ($v:expr) => {{
                 let [x, y, z] = rotation.rotate($v);
                 [Avx8(x), Avx8(y), Avx8(z)]
             }};
         }
+        // A vertex (its three word indices), the same in every lane.
+        macro_rules! vertex {
+            ($w:expr) => {
+                rotated!([
+                    _mm256_set1_ps(triangle_node_word(node, $w[0])),
+                    _mm256_set1_ps(triangle_node_word(node, $w[1])),
+                    _mm256_set1_ps(triangle_node_word(node, $w[2])),
+                ])
+            };
+        }
         let columns = [
             vertex!(v0),
             vertex!(v1),
             vertex!(v2),
-            ray!(origin),
-            ray!(dir),
+            rotated!(origin),
+            rotated!(dir),
         ];
-        let id = u32::from_le_bytes([node[60], node[61], node[62], node[63]]);
+        let id = triangle_node_id_word(node);
         let lanes = (BATCH_LANES, &[id; BATCH_LANES], &[k as u32; BATCH_LANES]);
         triangle_dwords(lanes, mode, columns)
     }
@@ -1289,12 +1299,8 @@ impl TriangleBatch {
     #[inline(always)]
     pub fn push_prepared(&mut self, node: &[u8; 64], k: usize, ray: &TriangleRay) {
         let j = self.len;
-        // Word index of vertex v's component a: 3v + a <= 14 (the mask keeps the compiler
-        // from checking bounds it cannot prove).
-        let word = |w: usize| {
-            let o = 4 * (w & 15);
-            f32::from_le_bytes([node[o], node[o + 1], node[o + 2], node[o + 3]])
-        };
+        // Word index of vertex v's component a: 3v + a <= 14.
+        let word = |w: usize| triangle_node_word(node, w);
         for (row, &v) in self.rows[j].iter_mut().zip(&TRIANGLE_VERTICES[k & 3]) {
             for (x, &a) in row.iter_mut().zip(&ray.rotation[..3]) {
                 *x = word(3 * v + a as usize);
@@ -1336,7 +1342,7 @@ impl TriangleBatch {
         let j = self.len;
         self.rows[j][3] = ray.origin;
         self.rows[j][4] = ray.dir;
-        self.word[j] = u32::from_le_bytes([node[60], node[61], node[62], node[63]]);
+        self.word[j] = triangle_node_id_word(node);
         self.k[j] = k as u32;
         self.len = j + 1;
     }
