@@ -102,6 +102,8 @@ fn render_errors_exit_2_and_write_nothing() {
         (vec!["--out", "x.png", "--target", "ps5"], "--target"),
         (vec!["--out", "x.png", "--spp", "0"], "--spp"),
         (vec!["--out", "x.png", "--heatmap", "h.exr"], "--heatmap"),
+        (vec!["--out", "x.png", "--exposure", "nan"], "--exposure"),
+        (vec!["--out", "x.png", "--exposure", "-inf"], "--exposure"),
     ] {
         let o = wavetrace()
             .current_dir(dir.path())

@@ -201,6 +201,80 @@ fn missing_files_name_their_path() {
 }
 
 #[test]
+fn bad_mtl_lines_name_the_file_and_line() {
+    // MTL (line 2 is `Kd 0.5 0.5 0.5`): a short colour made tobj 4.0 panic; non-finite
+    // numbers would make NaN pixels; each is an error at its line instead.
+    let dir = scene_dir();
+    for (from, to, line, words) in [
+        ("Kd 0.5 0.5 0.5", "Kd 0.5 0.5", 2, ["`Kd`", "three"]),
+        ("Kd 0.5 0.5 0.5", "Ke 17.0", 2, ["`Ke`", "three"]),
+        ("Kd 0.5 0.5 0.5", "Kd 0.5 nan 0.5", 2, ["`Kd`", "finite"]),
+        ("Kd 0.5 0.5 0.5", "Ks inf 0 0", 2, ["`Ks`", "finite"]),
+        (
+            "Kd 0.5 0.5 0.5",
+            "Kd 0.5 0.5 0.5\nPr nan",
+            3,
+            ["`Pr`", "finite"],
+        ),
+        (
+            "Kd 0.5 0.5 0.5",
+            "Kd 0.5 0.5 0.5\n\nNi",
+            4,
+            ["`Ni`", "number"],
+        ),
+        (
+            "Kd 0.5 0.5 0.5",
+            "Kd 0.5 0.5 0.5\nillum 300",
+            3,
+            ["`illum`", "0-255"],
+        ),
+        ("map_Kd tex.png", "map_Kd   ", 3, ["`map_Kd`", "file name"]),
+        ("newmtl a", "newmtl", 1, ["newmtl", "name"]),
+    ] {
+        std::fs::write(dir.path().join("m.mtl"), MTL.replace(from, to)).unwrap();
+        let Err(e) = load_with(dir.path(), GOOD) else {
+            panic!("{to}: loaded");
+        };
+        let msg = e.to_string();
+        assert!(
+            matches!(&e, Error::Parse { path, line: l, .. } if path.ends_with("m.mtl") && *l == line),
+            "{to}: {msg}"
+        );
+        assert!(words.iter().all(|w| msg.contains(w)), "{to}: {msg}");
+    }
+    // The same file through a mesh's own `mtl`, and bytes that are not UTF-8.
+    let mut bytes = MTL.as_bytes().to_vec();
+    bytes.splice(0..0, b"# \xff\xfe\n".iter().copied());
+    std::fs::write(dir.path().join("m.mtl"), bytes).unwrap();
+    let forced = GOOD.replace(
+        "obj = \"m.obj\"",
+        "obj = \"m.obj\"\nmtl = \"m.mtl\"\nmaterial = \"a\"",
+    );
+    let e = load_with(dir.path(), &forced).unwrap_err();
+    assert!(matches!(&e, Error::Parse { line: 1, .. }), "{e}");
+    assert!(e.to_string().contains("UTF-8"), "{e}");
+}
+
+#[test]
+fn bad_obj_lines_name_the_file_and_line() {
+    let dir = scene_dir();
+    // Line 9 is the face; line 2 the first vertex.
+    for (from, to, line) in [
+        ("f 1/1 2/2 3/3", "f 1/1 2/2 9/3", 9),
+        ("v 0 0 0", "v 0 zero 0", 2),
+    ] {
+        std::fs::write(dir.path().join("m.obj"), OBJ.replace(from, to)).unwrap();
+        let Err(e) = load_with(dir.path(), GOOD) else {
+            panic!("{to}: loaded");
+        };
+        assert!(
+            matches!(&e, Error::Parse { path, line: l, .. } if path.ends_with("m.obj") && *l == line),
+            "{to}: {e}"
+        );
+    }
+}
+
+#[test]
 fn unknown_material_name_is_an_error_naming_the_field() {
     let dir = scene_dir();
     let bad = GOOD.replace(
@@ -272,6 +346,9 @@ fn png_and_exr_outputs_round_trip() {
     }
     let e = write_image(&dir.path().join("a.jpg"), &image, 0.0).unwrap_err();
     assert!(e.to_string().contains("a.jpg"));
+    // A NaN exposure would write a black PNG; it is refused, and nothing is written.
+    let e = write_image(&dir.path().join("b.png"), &image, f32::NAN).unwrap_err();
+    assert!(e.to_string().contains("exposure"), "{e}");
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
 }
 

@@ -118,8 +118,9 @@ impl Mesh {
     }
 }
 
-/// Finds the first line tobj would reject: returns its 1-based number and a message.
-fn locate_obj_error(text: &[u8]) -> Option<(usize, String)> {
+/// Finds the first line tobj would reject: returns its 1-based number and a message (also
+/// used by the scene loader, which reads OBJ files through tobj too).
+pub(crate) fn locate_obj_error(text: &[u8]) -> Option<(usize, String)> {
     for (i, line) in text.split(|&b| b == b'\n').enumerate() {
         if std::str::from_utf8(line).is_err() {
             return Some((i + 1, "line is not valid UTF-8".into()));

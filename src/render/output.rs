@@ -72,6 +72,12 @@ pub fn encode_exr(w: &mut dyn Write, image: &Image) -> Result<()> {
 /// ignored), by extension, through [`write_atomic`].
 pub fn write_image(path: &Path, image: &Image, exposure: f32) -> Result<()> {
     let format = ImageFormat::from_path(path)?;
+    if !exposure.is_finite() {
+        return Err(crate::Error::field(
+            "exposure",
+            format!("{exposure}: must be a finite number of stops"),
+        ));
+    }
     write_atomic(path, |w| match format {
         ImageFormat::Png => encode_png(w, image.width, image.height, &to_srgb8(image, exposure)),
         ImageFormat::Exr => encode_exr(w, image),

@@ -69,11 +69,69 @@ impl<T, E> OkType for std::result::Result<T, E> {
     type Ok = T;
 }
 
-/// Loads an MTL file with tobj's name-to-index map; errors name it.
+/// Loads an MTL file with tobj's name-to-index map; errors name it, and the line when
+/// [`locate_mtl_error`] finds it.
 fn load_mtl_with_names(path: &Path) -> Result<MtlWithNames> {
-    let mut reader = open_maybe_gz(path)?;
-    tobj::load_mtl_buf(&mut reader)
+    let mut text = Vec::new();
+    open_maybe_gz(path)?
+        .read_to_end(&mut text)
+        .map_err(|e| Error::io(path, e))?;
+    // Checked before tobj sees the text: tobj 4.0 panics on a colour with fewer than
+    // three numbers, and reports its other errors without a line.
+    if let Some((line, message)) = locate_mtl_error(&text) {
+        return Err(Error::parse(path, line, message));
+    }
+    tobj::load_mtl_buf(&mut text.as_slice())
         .map_err(|e| Error::parse(path, 0, format!("cannot parse MTL: {e}")))
+}
+
+/// Finds the first line of an MTL file that tobj would reject (or panic on), or whose
+/// number the renderer cannot use: its 1-based number and a message. Numbers must be
+/// finite: a NaN or infinite colour would turn every pixel that sees it into NaN.
+fn locate_mtl_error(text: &[u8]) -> Option<(usize, String)> {
+    for (i, line) in text.split(|&b| b == b'\n').enumerate() {
+        let lineno = i + 1;
+        let Ok(line) = std::str::from_utf8(line) else {
+            return Some((lineno, "line is not valid UTF-8".into()));
+        };
+        let mut words = line.split_whitespace();
+        let Some(key) = words.next() else {
+            continue;
+        };
+        let args: Vec<&str> = words.collect();
+        // The first `n` words are finite numbers (tobj reads that many and ignores the rest).
+        let finite = |n: usize| {
+            args.len() >= n
+                && args[..n]
+                    .iter()
+                    .all(|w| w.parse::<f32>().is_ok_and(f32::is_finite))
+        };
+        let problem = match key {
+            "newmtl" if args.is_empty() => Some("newmtl without a material name".to_string()),
+            "Ka" | "Kd" | "Ks" | "Ke" if !finite(3) => Some(format!(
+                "`{key}` needs three finite numbers (r g b): `{}`",
+                line.trim()
+            )),
+            "Ns" | "Ni" | "d" | "Pm" | "Pr" if !finite(1) => {
+                Some(format!("`{key}` needs a finite number: `{}`", line.trim()))
+            }
+            "illum" if args.first().is_none_or(|w| w.parse::<u8>().is_err()) => Some(format!(
+                "`illum` needs an illumination model number 0-255: `{}`",
+                line.trim()
+            )),
+            "map_Ka" | "map_Kd" | "map_Ks" | "map_Bump" | "map_bump" | "map_Ns" | "map_ns"
+            | "map_NS" | "map_d" | "bump"
+                if args.is_empty() =>
+            {
+                Some(format!("`{key}` without a file name"))
+            }
+            _ => None,
+        };
+        if let Some(message) = problem {
+            return Some((lineno, message));
+        }
+    }
+    None
 }
 
 /// Converts MTL materials into scene materials (loading their textures); returns the scene
@@ -160,8 +218,11 @@ pub(crate) fn load_obj(
     if let Some(e) = mtl_error.into_inner() {
         return Err(e);
     }
-    let (models, materials) =
-        loaded.map_err(|e| Error::parse(obj_path, 0, format!("cannot parse OBJ: {e}")))?;
+    let (models, materials) = loaded.map_err(|e| {
+        let (line, message) = crate::bvh::mesh::locate_obj_error(&text)
+            .unwrap_or_else(|| (0, format!("cannot parse OBJ: {e}")));
+        Error::parse(obj_path, line, message)
+    })?;
     let materials = materials.unwrap_or_default();
     let mtl_file = mtl_paths
         .into_inner()
