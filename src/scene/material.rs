@@ -15,6 +15,10 @@ use glam::Vec3;
 /// | `Pr` | (PBR extension) perceptual roughness: `alpha = Pr^2`, overrides `Ns` |
 /// | `Pm` | (PBR extension) metalness: `Pm >= 0.5` makes a GGX conductor with Schlick Fresnel, `F0 = Kd` |
 /// | `Ni` with `d < 1`, or `illum` 4, 6, 7 | smooth clear dielectric of index `Ni` (default 1.5) |
+///
+/// Every number these keys take must be finite, and the colours (`Kd`, `Ks`, `Ke`, `Ka`)
+/// need three: the loader refuses anything else at the line it is on. Negative colours are
+/// taken as 0.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Material {
     pub name: String,
