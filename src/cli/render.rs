@@ -96,12 +96,7 @@ pub fn run(args: RenderArgs) -> Result<i32> {
         }
     }
     // Checked before the render, not only when the image is written.
-    if !args.exposure.is_finite() {
-        return Err(Error::field(
-            "--exposure",
-            format!("{}: must be a finite number of stops", args.exposure),
-        ));
-    }
+    wavetrace::render::check_exposure("--exposure", args.exposure)?;
     if args.spp == Some(0) {
         return Err(Error::field("--spp", "must be at least 1"));
     }

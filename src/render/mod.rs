@@ -19,7 +19,7 @@ pub use heatmap::{heatmap_rgb8, ramp};
 pub use integrator::{
     render, Control, RayKindStats, RenderOptions, RenderOutput, RenderProgress, RenderStats,
 };
-pub use output::{encode_exr, encode_png, to_srgb8, write_image, ImageFormat};
+pub use output::{check_exposure, encode_exr, encode_png, to_srgb8, write_image, ImageFormat};
 pub use rng::Rng;
 pub use tracer::{build_wave_tracer, bvh_mesh};
 

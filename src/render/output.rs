@@ -68,16 +68,24 @@ pub fn encode_exr(w: &mut dyn Write, image: &Image) -> Result<()> {
         .map_err(|e| crate::Error::Other(format!("write failed: {e}")))
 }
 
+/// Refuses a NaN or infinite exposure (it would write a black or white PNG); `field` names
+/// where it came from.
+pub fn check_exposure(field: &str, exposure: f32) -> Result<()> {
+    if exposure.is_finite() {
+        Ok(())
+    } else {
+        Err(crate::Error::field(
+            field,
+            format!("{exposure}: must be a finite number of stops"),
+        ))
+    }
+}
+
 /// Writes `image` to `path` as PNG (with `exposure` in stops) or EXR (linear, exposure
 /// ignored), by extension, through [`write_atomic`].
 pub fn write_image(path: &Path, image: &Image, exposure: f32) -> Result<()> {
     let format = ImageFormat::from_path(path)?;
-    if !exposure.is_finite() {
-        return Err(crate::Error::field(
-            "exposure",
-            format!("{exposure}: must be a finite number of stops"),
-        ));
-    }
+    check_exposure("exposure", exposure)?;
     write_atomic(path, |w| match format {
         ImageFormat::Png => encode_png(w, image.width, image.height, &to_srgb8(image, exposure)),
         ImageFormat::Exr => encode_exr(w, image),
