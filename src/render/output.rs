@@ -51,7 +51,13 @@ pub fn encode_png(w: &mut dyn Write, width: u32, height: u32, rgb: &[u8]) -> Res
         .map_err(|e| Error::Other(format!("PNG encoding failed: {e}")))
 }
 
-/// Encodes `image` as a linear f32 RGB EXR into `w`.
+/// Encodes `image` as a linear f32 RGB EXR into `w`: RLE-compressed 64 x 64 tiles, stored
+/// in increasing order.
+///
+/// Why the order: with exr's default (`LineOrder::Unspecified`) its parallel compressor
+/// writes each tile as soon as it is compressed, so the same image gave different bytes
+/// from run to run (the pixels were the same). In increasing order the file is a function
+/// of the pixels alone, like the PNG.
 pub fn encode_exr(w: &mut dyn Write, image: &Image) -> Result<()> {
     use exr::prelude::*;
     let (width, height) = (image.width as usize, image.height as usize);
@@ -59,8 +65,12 @@ pub fn encode_exr(w: &mut dyn Write, image: &Image) -> Result<()> {
         let p = image.pixels[y * width + x];
         (p.x, p.y, p.z)
     });
+    let encoding = Encoding {
+        line_order: LineOrder::Increasing,
+        ..Encoding::FAST_LOSSLESS
+    };
     let mut buf = std::io::Cursor::new(Vec::new());
-    Image::from_channels((width, height), channels)
+    Image::from_encoded_channels((width, height), encoding, channels)
         .write()
         .to_buffered(&mut buf)
         .map_err(|e| crate::Error::Other(format!("EXR encoding failed: {e}")))?;
