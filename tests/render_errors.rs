@@ -367,7 +367,7 @@ fn exr_output_is_the_same_bytes_every_time() {
             .map(|i| {
                 let (x, y) = ((i % width) as f32, (i / width) as f32);
                 // Flat tiles (RLE-cheap) beside noisy ones (RLE-expensive).
-                let noisy = ((x as u32 / 64) + (y as u32 / 64)) % 2 == 0;
+                let noisy = (x as u32 / 64 + y as u32 / 64).is_multiple_of(2);
                 let n = if noisy {
                     (x * 12.9898 + y * 78.233).sin()
                 } else {
