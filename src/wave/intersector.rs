@@ -440,6 +440,13 @@ impl RayColumns {
         self.extent[i] = extent;
     }
 
+    /// Elements `first..first + 8` of one column: the block of eight lanes that the
+    /// eight-lane tests load as one vector.
+    #[cfg(target_arch = "x86_64")]
+    fn eight(column: &[f32; RayColumns::LANES], first: usize) -> &[f32; 8] {
+        column[first..first + 8].try_into().expect("eight lanes")
+    }
+
     /// Lane `i`'s origin, direction and inverse direction, as recorded.
     #[cfg(all(test, target_arch = "x86_64"))]
     pub(crate) fn lane(&self, i: usize) -> [[f32; 3]; 3] {
@@ -801,18 +808,15 @@ pub unsafe fn triangle_query_eight(
     mode: TriangleReturnMode,
 ) -> [[u32; 4]; BATCH_LANES] {
     use core::arch::x86_64::*;
-    fn column<T>(c: &[T; RayColumns::LANES], first: usize) -> &[T; 8] {
-        c[first..first + 8].try_into().expect("eight lanes")
-    }
     // SAFETY (every intrinsic below): AVX2, the caller's promise; every load reads eight
     // values of an `[_; 8]`.
     unsafe {
         macro_rules! load {
             ($c:expr) => {
                 [
-                    _mm256_loadu_ps(column(&$c[0], first).as_ptr()),
-                    _mm256_loadu_ps(column(&$c[1], first).as_ptr()),
-                    _mm256_loadu_ps(column(&$c[2], first).as_ptr()),
+                    _mm256_loadu_ps(RayColumns::eight(&$c[0], first).as_ptr()),
+                    _mm256_loadu_ps(RayColumns::eight(&$c[1], first).as_ptr()),
+                    _mm256_loadu_ps(RayColumns::eight(&$c[2], first).as_ptr()),
                 ]
             };
         }
@@ -893,9 +897,6 @@ unsafe fn eight_lanes_test<N: EightLaneNodes>(
 ) -> bool {
     use core::arch::x86_64::*;
     let out = &mut out[first..first + 8];
-    fn column(c: &[f32; RayColumns::LANES], first: usize) -> &[f32; 8] {
-        c[first..first + 8].try_into().expect("eight lanes")
-    }
     // SAFETY (every intrinsic below): the caller guarantees AVX2; every load reads eight f32
     // of an `[f32; 8]` or one f32 of the node.
     unsafe {
@@ -903,7 +904,7 @@ unsafe fn eight_lanes_test<N: EightLaneNodes>(
         // without AVX2, and its intrinsics would stay calls.
         macro_rules! load {
             ($c:expr) => {
-                _mm256_loadu_ps(column(&$c, first).as_ptr())
+                _mm256_loadu_ps(RayColumns::eight(&$c, first).as_ptr())
             };
         }
         let e = load!(columns.extent);
