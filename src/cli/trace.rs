@@ -163,6 +163,8 @@ pub fn run(args: TraceArgs) -> Result<i32> {
         schedule: args.schedule.schedule(),
     };
     let tracer = WaveTracer::new(&built.image, &mesh, config);
+    // The tracer holds its own aligned copy of the image.
+    drop(built);
     // What the hit file keeps (no barycentrics or facing: they are not computed).
     let mut hits = vec![HitRecord::MISS; rays.len()];
     let mut counters = Counters::default();

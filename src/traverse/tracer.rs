@@ -268,7 +268,7 @@ impl WaveTracer {
     pub fn new(image: &BvhImage, mesh: &Mesh, config: WaveTracerConfig) -> WaveTracer {
         let ids = ImageIds::new(image, mesh.len() as u32);
         let mut tracer = WaveTracer::with_ids(
-            image.bytes.clone(),
+            &image.bytes,
             0,
             image.descriptor,
             image.root,
@@ -292,11 +292,12 @@ impl WaveTracer {
         prim_ids: Box<dyn PrimitiveIds>,
         config: WaveTracerConfig,
     ) -> WaveTracer {
-        WaveTracer::with_ids(bytes, va, descriptor, root, Ids::Other(prim_ids), config)
+        WaveTracer::with_ids(&bytes, va, descriptor, root, Ids::Other(prim_ids), config)
     }
 
+    /// Copies `bytes` into 64-byte aligned blocks (the caller's buffer is not aligned).
     fn with_ids(
-        bytes: Vec<u8>,
+        bytes: &[u8],
         va: u64,
         descriptor: BvhDescriptor,
         root: u32,
@@ -304,7 +305,7 @@ impl WaveTracer {
         config: WaveTracerConfig,
     ) -> WaveTracer {
         let mut blocks = vec![Block([0; 64]); bytes.len().div_ceil(64)];
-        bytemuck::cast_slice_mut::<Block, u8>(&mut blocks)[..bytes.len()].copy_from_slice(&bytes);
+        bytemuck::cast_slice_mut::<Block, u8>(&mut blocks)[..bytes.len()].copy_from_slice(bytes);
         let len = bytes.len();
         let image = &bytemuck::cast_slice::<Block, u8>(&blocks)[..len];
         let mut cache = NodeCache::build(&BvhMemory { bytes: image, va }, &descriptor, root);
