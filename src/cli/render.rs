@@ -128,6 +128,8 @@ pub fn run(args: RenderArgs) -> Result<i32> {
         built.image.bytes.len(),
         built.build_seconds + built.encode_seconds
     );
+    // The tracer holds its own aligned copy of the image.
+    drop(built);
     let mut opts = RenderOptions::for_scene(&scene);
     opts.seed = args.seed;
     opts.record_clocks = args.heatmap.is_some();
