@@ -401,6 +401,50 @@ fn hits_and_counters_do_not_depend_on_the_thread_count() {
     }
 }
 
+/// `WaveTracer::from_image`, which takes the image and frees it before building its node
+/// cache, traces as `WaveTracer::new` does: the scalar traversal's hits, and the same
+/// counters, with the settings the tracer keeps from the image (return mode 0 reads the
+/// mesh, leaf chains change the walk).
+#[test]
+fn a_tracer_taking_the_image_traces_as_one_borrowing_it() {
+    let mut rng = Rng(0xE0_0006);
+    let mesh = mesh(&mut rng);
+    let rays = rays(&mut rng, 6000);
+    let options = [
+        BuildOptions::default(),
+        BuildOptions {
+            box_format: BoxFormat::Fp32,
+            triangles_per_node: 4,
+            return_mode: TriangleReturnMode::TriangleId,
+            ..Default::default()
+        },
+        BuildOptions {
+            triangles_per_node: 2,
+            return_mode: TriangleReturnMode::TriangleId,
+            leaf_chains: true,
+            ..Default::default()
+        },
+    ];
+    for opts in &options {
+        let built = build(&mesh, opts).unwrap();
+        let run = |tracer: &WaveTracer| {
+            let mut hits = vec![Hit::MISS; rays.len()];
+            let mut counters = Counters::default();
+            tracer.closest_hits(&rays, &mut hits, None, &mut counters);
+            (hits, counters)
+        };
+        let borrowing = WaveTracer::new(&built.image, &mesh, WaveTracerConfig::default());
+        let taking =
+            WaveTracer::from_image(built.image.clone(), &mesh, WaveTracerConfig::default());
+        assert_eq!(format!("{borrowing:?}"), format!("{taking:?}"), "{opts:?}");
+        assert_same(&taking, &built.image, &mesh, &rays);
+        let (hits, counters) = run(&taking);
+        let (expect_hits, expect_counters) = run(&borrowing);
+        assert!(hits == expect_hits, "hits differ: {opts:?}");
+        assert_eq!(counters, expect_counters, "{opts:?}");
+    }
+}
+
 /// Two calls that add to one `Counters` count what one call over all the rays counts (the
 /// renderer traces batch after batch into one), in the parallel and the serial path. The
 /// split falls after 260 waves, a multiple of both consoles' TD counts (20 and 52), so every

@@ -162,9 +162,8 @@ pub fn run(args: TraceArgs) -> Result<i32> {
         simd,
         schedule: args.schedule.schedule(),
     };
-    let tracer = WaveTracer::new(&built.image, &mesh, config);
-    // The tracer holds its own aligned copy of the image.
-    drop(built);
+    // The image moves into the tracer, which frees it once it has its aligned copy.
+    let tracer = WaveTracer::from_image(built.image, &mesh, config);
     // What the hit file keeps (no barycentrics or facing: they are not computed).
     let mut hits = vec![HitRecord::MISS; rays.len()];
     let mut counters = Counters::default();

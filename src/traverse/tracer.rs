@@ -260,6 +260,13 @@ impl std::fmt::Debug for WaveTracer {
     }
 }
 
+/// `bytes` copied into 64-byte aligned blocks (a `Vec<u8>` is not aligned), and their length.
+fn aligned_blocks(bytes: &[u8]) -> (Vec<Block>, usize) {
+    let mut blocks = vec![Block([0; 64]); bytes.len().div_ceil(64)];
+    bytemuck::cast_slice_mut::<Block, u8>(&mut blocks)[..bytes.len()].copy_from_slice(bytes);
+    (blocks, bytes.len())
+}
+
 impl WaveTracer {
     /// A tracer over `image`, built from `mesh`.
     ///
@@ -267,8 +274,43 @@ impl WaveTracer {
     /// [`LeafChains`] around the strategy.
     pub fn new(image: &BvhImage, mesh: &Mesh, config: WaveTracerConfig) -> WaveTracer {
         let ids = ImageIds::new(image, mesh.len() as u32);
-        let mut tracer = WaveTracer::with_ids(
-            &image.bytes,
+        let blocks = aligned_blocks(&image.bytes);
+        WaveTracer::from_image_parts(blocks, image, ids, mesh, config)
+    }
+
+    /// [`WaveTracer::new`], taking the image: its bytes and side tables are freed once the
+    /// tracer has its aligned copy, before the node cache is built, so that the image is
+    /// never held twice beside the cache (the peak memory of tracing a large mesh).
+    pub fn from_image(image: BvhImage, mesh: &Mesh, config: WaveTracerConfig) -> WaveTracer {
+        let ids = ImageIds::new(&image, mesh.len() as u32);
+        let blocks = aligned_blocks(&image.bytes);
+        // What the tracer keeps of the image besides its bytes (all `Copy`).
+        let header = BvhImage {
+            bytes: Vec::new(),
+            triangle_node_ordinal: Vec::new(),
+            slot_primitive: Vec::new(),
+            box_parent: Vec::new(),
+            slot_parent: Vec::new(),
+            descriptor: image.descriptor,
+            root: image.root,
+            triangles_per_node: image.triangles_per_node,
+            spatial_splits: image.spatial_splits,
+            leaf_chains: image.leaf_chains,
+        };
+        drop(image);
+        WaveTracer::from_image_parts(blocks, &header, ids, mesh, config)
+    }
+
+    /// The tracer over `blocks` (the aligned copy of `image`'s bytes, which it need not hold).
+    fn from_image_parts(
+        (blocks, len): (Vec<Block>, usize),
+        image: &BvhImage,
+        ids: ImageIds,
+        mesh: &Mesh,
+        config: WaveTracerConfig,
+    ) -> WaveTracer {
+        let mut tracer = WaveTracer::with_blocks(
+            (blocks, len),
             0,
             image.descriptor,
             image.root,
@@ -292,21 +334,20 @@ impl WaveTracer {
         prim_ids: Box<dyn PrimitiveIds>,
         config: WaveTracerConfig,
     ) -> WaveTracer {
-        WaveTracer::with_ids(&bytes, va, descriptor, root, Ids::Other(prim_ids), config)
+        let blocks = aligned_blocks(&bytes);
+        drop(bytes);
+        WaveTracer::with_blocks(blocks, va, descriptor, root, Ids::Other(prim_ids), config)
     }
 
-    /// Copies `bytes` into 64-byte aligned blocks (the caller's buffer is not aligned).
-    fn with_ids(
-        bytes: &[u8],
+    /// The tracer over the image in `blocks` (its first `len` bytes), with its node cache.
+    fn with_blocks(
+        (blocks, len): (Vec<Block>, usize),
         va: u64,
         descriptor: BvhDescriptor,
         root: u32,
         prim_ids: Ids,
         config: WaveTracerConfig,
     ) -> WaveTracer {
-        let mut blocks = vec![Block([0; 64]); bytes.len().div_ceil(64)];
-        bytemuck::cast_slice_mut::<Block, u8>(&mut blocks)[..bytes.len()].copy_from_slice(bytes);
-        let len = bytes.len();
         let image = &bytemuck::cast_slice::<Block, u8>(&blocks)[..len];
         let mut cache = NodeCache::build(&BvhMemory { bytes: image, va }, &descriptor, root);
         if let Ids::Image(ids) = &prim_ids {
