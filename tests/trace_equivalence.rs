@@ -146,13 +146,10 @@ fn assert_same(tracer: &WaveTracer, image: &wavetrace::bvh::BvhImage, mesh: &Mes
     assert!(counters.lanes_nan + counters.lanes_inf_origin > 0);
 }
 
-#[test]
-fn wave_tracer_matches_the_scalar_traversal() {
-    let mut rng = Rng(0xE0_0001);
-    let mesh = mesh(&mut rng);
-    let mut rays = rays(&mut rng, 12_000);
-    rays.extend(coherent_rays(&mut rng, 128));
-    let options = [
+/// The build settings the equivalence tests run: the default, FP32 with four triangles a
+/// node in mode 0, FP16 unsorted with grown boxes, and leaf chains in both modes.
+fn build_settings() -> [BuildOptions; 5] {
+    [
         BuildOptions::default(),
         BuildOptions {
             box_format: BoxFormat::Fp32,
@@ -180,7 +177,16 @@ fn wave_tracer_matches_the_scalar_traversal() {
             leaf_chains: true,
             ..Default::default()
         },
-    ];
+    ]
+}
+
+#[test]
+fn wave_tracer_matches_the_scalar_traversal() {
+    let mut rng = Rng(0xE0_0001);
+    let mesh = mesh(&mut rng);
+    let mut rays = rays(&mut rng, 12_000);
+    rays.extend(coherent_rays(&mut rng, 128));
+    let options = build_settings();
     for (k, opts) in options.iter().enumerate() {
         let built = build(&mesh, opts).unwrap();
         assert_eq!(built.image.leaf_chains, opts.leaf_chains);
@@ -410,21 +416,7 @@ fn a_tracer_taking_the_image_traces_as_one_borrowing_it() {
     let mut rng = Rng(0xE0_0006);
     let mesh = mesh(&mut rng);
     let rays = rays(&mut rng, 6000);
-    let options = [
-        BuildOptions::default(),
-        BuildOptions {
-            box_format: BoxFormat::Fp32,
-            triangles_per_node: 4,
-            return_mode: TriangleReturnMode::TriangleId,
-            ..Default::default()
-        },
-        BuildOptions {
-            triangles_per_node: 2,
-            return_mode: TriangleReturnMode::TriangleId,
-            leaf_chains: true,
-            ..Default::default()
-        },
-    ];
+    let options = build_settings();
     for opts in &options {
         let built = build(&mesh, opts).unwrap();
         let run = |tracer: &WaveTracer| {
