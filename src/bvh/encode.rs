@@ -59,6 +59,23 @@ pub struct BvhImage {
 }
 
 impl BvhImage {
+    /// The image's settings (descriptor, root, build flags) without its memory or side
+    /// tables: what is left in a build report once a tracer has taken the image.
+    pub fn settings_only(&self) -> BvhImage {
+        BvhImage {
+            bytes: Vec::new(),
+            descriptor: self.descriptor,
+            root: self.root,
+            triangle_node_ordinal: Vec::new(),
+            slot_primitive: Vec::new(),
+            box_parent: Vec::new(),
+            slot_parent: Vec::new(),
+            triangles_per_node: self.triangles_per_node,
+            spatial_splits: self.spatial_splits,
+            leaf_chains: self.leaf_chains,
+        }
+    }
+
     /// Primitive id of a triangle hit, given the triangle node pointer the instruction was
     /// issued with and the 4 returned dwords. Mode 0: dword 2 (`word@60 + k`) indexes the
     /// side table; mode 1: the pointer does. `u32::MAX` if the pointer or id is not a

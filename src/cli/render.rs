@@ -125,11 +125,9 @@ pub fn run(args: RenderArgs) -> Result<i32> {
         scene.geometry.triangle_count(),
         scene.materials.len(),
         scene.textures.len(),
-        built.image.bytes.len(),
+        tracer.image_len(),
         built.build_seconds + built.encode_seconds
     );
-    // The tracer holds its own aligned copy of the image.
-    drop(built);
     let mut opts = RenderOptions::for_scene(&scene);
     opts.seed = args.seed;
     opts.record_clocks = args.heatmap.is_some();

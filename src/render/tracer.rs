@@ -18,16 +18,18 @@ pub fn bvh_mesh(geometry: &Geometry) -> Mesh {
 /// Builds the BVH image of `geometry` with the default (console driver-like) options and
 /// wraps it in a [`WaveTracer`] of `wave` width for `console`. The tracer runs each batch on
 /// the calling thread (the renderer already spreads tiles over the pool). Also returns the
-/// build report (image, metrics, timings).
+/// build report (metrics, timings, and the image's settings: the tracer takes the image
+/// itself, so that it is never held twice; [`WaveTracer::image_len`] gives its size).
 pub fn build_wave_tracer(
     geometry: &Geometry,
     wave: WaveWidth,
     console: ConsoleConfig,
 ) -> Result<(WaveTracer, BuiltBvh)> {
     let mesh = bvh_mesh(geometry);
-    let built = bvh::build(&mesh, &BuildOptions::default())?;
-    let tracer = WaveTracer::new(
-        &built.image,
+    let mut built = bvh::build(&mesh, &BuildOptions::default())?;
+    let settings = built.image.settings_only();
+    let tracer = WaveTracer::from_image(
+        std::mem::replace(&mut built.image, settings),
         &mesh,
         WaveTracerConfig {
             wave,

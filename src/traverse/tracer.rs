@@ -284,21 +284,9 @@ impl WaveTracer {
     pub fn from_image(image: BvhImage, mesh: &Mesh, config: WaveTracerConfig) -> WaveTracer {
         let ids = ImageIds::new(&image, mesh.len() as u32);
         let blocks = aligned_blocks(&image.bytes);
-        // What the tracer keeps of the image besides its bytes (all `Copy`).
-        let header = BvhImage {
-            bytes: Vec::new(),
-            triangle_node_ordinal: Vec::new(),
-            slot_primitive: Vec::new(),
-            box_parent: Vec::new(),
-            slot_parent: Vec::new(),
-            descriptor: image.descriptor,
-            root: image.root,
-            triangles_per_node: image.triangles_per_node,
-            spatial_splits: image.spatial_splits,
-            leaf_chains: image.leaf_chains,
-        };
+        let settings = image.settings_only();
         drop(image);
-        WaveTracer::from_image_parts(blocks, &header, ids, mesh, config)
+        WaveTracer::from_image_parts(blocks, &settings, ids, mesh, config)
     }
 
     /// The tracer over `blocks` (the aligned copy of `image`'s bytes, which it need not hold).
@@ -370,6 +358,11 @@ impl WaveTracer {
             leaf_chains: false,
             config,
         }
+    }
+
+    /// Length in bytes of the BVH image the tracer reads.
+    pub fn image_len(&self) -> usize {
+        self.len
     }
 
     pub fn config(&self) -> &WaveTracerConfig {
