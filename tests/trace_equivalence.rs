@@ -56,6 +56,15 @@ fn soup(seed: u64, n: usize) -> (Mesh, Vec<Ray>, BuiltBvh) {
     (mesh, rays, built)
 }
 
+/// The seeded soup, `n` of [`rays`] and then `blocks` of [`coherent_rays`], from one seed.
+fn soup_and_blocks(seed: u64, n: usize, blocks: usize) -> (Mesh, Vec<Ray>) {
+    let mut rng = Rng(seed);
+    let mesh = mesh(&mut rng);
+    let mut rays = rays(&mut rng, n);
+    rays.extend(coherent_rays(&mut rng, blocks));
+    (mesh, rays)
+}
+
 fn rays(rng: &mut Rng, n: usize) -> Vec<Ray> {
     (0..n)
         .map(|i| {
@@ -182,10 +191,7 @@ fn build_settings() -> [BuildOptions; 5] {
 
 #[test]
 fn wave_tracer_matches_the_scalar_traversal() {
-    let mut rng = Rng(0xE0_0001);
-    let mesh = mesh(&mut rng);
-    let mut rays = rays(&mut rng, 12_000);
-    rays.extend(coherent_rays(&mut rng, 128));
+    let (mesh, rays) = soup_and_blocks(0xE0_0001, 12_000, 128);
     let options = build_settings();
     for (k, opts) in options.iter().enumerate() {
         let built = build(&mesh, opts).unwrap();
@@ -229,10 +235,7 @@ fn wave_tracer_matches_the_scalar_traversal() {
 /// nodes (child pointers turned into type 6), as well as plain box and triangle queries.
 #[test]
 fn every_build_and_schedule_gives_the_same_hits_and_counters() {
-    let mut rng = Rng(0xE0_0004);
-    let mesh = mesh(&mut rng);
-    let mut rays = rays(&mut rng, 20_000);
-    rays.extend(coherent_rays(&mut rng, 128));
+    let (mesh, rays) = soup_and_blocks(0xE0_0004, 20_000, 128);
     let mut images: Vec<(&str, wavetrace::bvh::BvhImage)> = Vec::new();
     for (name, opts) in [
         ("default", BuildOptions::default()),
@@ -548,10 +551,7 @@ fn hit_records_are_the_reference_hits_with_the_same_counters() {
             self.0.any_hits(rays, occluded, counters);
         }
     }
-    let mut rng = Rng(0xE0_0006);
-    let mesh = mesh(&mut rng);
-    let mut rays = rays(&mut rng, 3000);
-    rays.extend(coherent_rays(&mut rng, 40));
+    let (mesh, rays) = soup_and_blocks(0xE0_0006, 3000, 40);
     for mode in [
         TriangleReturnMode::Barycentrics,
         TriangleReturnMode::TriangleId,
