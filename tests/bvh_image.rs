@@ -452,6 +452,11 @@ fn the_image_does_not_depend_on_the_thread_count() {
             triangles_per_node: 4,
             ..BuildOptions::default()
         },
+        BuildOptions {
+            optimize: true,
+            spatial_splits: true,
+            ..BuildOptions::default()
+        },
     ] {
         let images: Vec<_> = [1, 2, 3]
             .iter()

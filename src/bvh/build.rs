@@ -6,6 +6,8 @@
 //! inner-node index range `[n, n + m - 1)`: itself, then the left subtree's range, then the
 //! right subtree's; a child with a single reference is not a node but a leaf reference
 //! ([`LEAF`] | its index in the reordered reference array), with the reference's own bounds.
+//! (After [`super::optimize`] moves subtrees, the ranges no longer hold; the collapse follows
+//! child references and needs only [`BinaryTree::subtree_sizes`].)
 //!
 //! Determinism: every subtree writes only into its own node range and its own slice of
 //! references, so the result does not depend on how rayon schedules the work; the range
@@ -191,6 +193,10 @@ pub struct BinaryTree {
 impl BinaryTree {
     pub fn nodes(&self) -> &[Node2] {
         bytemuck::cast_slice(&self.words)
+    }
+
+    pub(crate) fn nodes_mut(&mut self) -> &mut [Node2] {
+        bytemuck::cast_slice_mut(&mut self.words)
     }
 }
 
@@ -555,7 +561,29 @@ fn finish_inner(
         )
     };
 
-    // Collapse costs (see `build_binary`).
+    let (cost, split, boxes, as_box_nodes) = collapse_choice(min, max, (l, lb), (r, rb));
+    this[0] = Node2 {
+        min: min.to_array(),
+        max: max.to_array(),
+        children,
+        split,
+    };
+    // (The root's too: its box count sizes the collapse's output.)
+    if m >= COLLAPSE_PARALLEL || base == 0 {
+        this_size[0] = [as_box_nodes, m as u32];
+    }
+    (cost, boxes)
+}
+
+/// The collapse choices of an inner node with bounds `min..max` whose children have the
+/// collapse costs and box counts `l` and `r` (see [`build_binary`]): its costs `cost[k-1]`,
+/// [`Node2::split`], box counts `boxes[k-1]`, and its box count when it is a box node.
+pub(crate) fn collapse_choice(
+    min: Vec3A,
+    max: Vec3A,
+    (l, lb): ([f32; 4], [u32; 4]),
+    (r, rb): ([f32; 4], [u32; 4]),
+) -> ([f32; 4], [u8; 4], [u32; 4], u32) {
     // g[k-1]: best cost of filling exactly k slots with both children (k >= 2).
     let mut g = [f32::INFINITY; 4];
     let mut g_split = [0u8; 4];
@@ -577,12 +605,6 @@ fn finish_inner(
             split[k - 1] = g_split[k - 1];
         }
     }
-    this[0] = Node2 {
-        min: min.to_array(),
-        max: max.to_array(),
-        children,
-        split,
-    };
     // Box counts, following the collapse (`Collapser::emit_box` and `gather`): as a box
     // node it fills its 4 slots with `split[3]` slots for the left child (2 if 0).
     // (Slot counts are 1..=3 here; the masks only drop bounds checks.)
@@ -595,11 +617,7 @@ fn finish_inner(
             boxes[k - 1] = lb[(s - 1) & 3] + rb[(k - s - 1) & 3];
         }
     }
-    // (The root's too: its box count sizes the collapse's output.)
-    if m >= COLLAPSE_PARALLEL || base == 0 {
-        this_size[0] = [as_box_nodes, m as u32];
-    }
-    (cost, boxes)
+    (cost, split, boxes, as_box_nodes)
 }
 
 /// Evaluates the binned SAH on all three axes. Returns the axis, the last bin of the left

@@ -46,6 +46,7 @@ pub mod collapse;
 pub mod encode;
 pub mod mesh;
 pub mod metrics;
+pub mod optimize;
 pub mod query;
 pub mod split;
 pub mod validate;
@@ -116,13 +117,19 @@ pub struct BuildOptions {
     /// Off by default: then every pointer names exactly one triangle. Spatial splits are
     /// ignored with leaf chains.
     pub leaf_chains: bool,
+    /// Optimize the binary tree after the top-down build by moving subtrees to where they
+    /// add the least surface area ([`optimize`]). Off by default: it is sequential and takes
+    /// 2-4 times a single-threaded build (dragon: 0.46 s, then 1.2 s). It gains most on scenes
+    /// of mixed triangle sizes (sponza's camera rays: 30.4 TD clocks a ray without, 22.6
+    /// with) and little on even meshes (the bunny's: 8.80 either way).
+    pub optimize: bool,
 }
 
 impl Default for BuildOptions {
     /// Mixed boxes (FP16 where the area grows at most 5 %, as drivers do for BLASes), two
     /// triangles per node (the console driver's choice), return mode 1 (barycentrics, as the
     /// Xbox DXR runtime), depth-first, no spatial splits, no box growth, sorting on, no leaf
-    /// chains (one pointer, one triangle).
+    /// chains (one pointer, one triangle), no optimization of the tree.
     fn default() -> Self {
         BuildOptions {
             box_format: BoxFormat::Mixed {
@@ -135,6 +142,7 @@ impl Default for BuildOptions {
             box_grow_ulps: 0,
             box_sort: true,
             leaf_chains: false,
+            optimize: false,
         }
     }
 }
@@ -203,7 +211,10 @@ pub fn build(mesh: &Mesh, options: &BuildOptions) -> Result<BuiltBvh> {
     let tree = if refs.is_empty() {
         collapse::Tree4::empty()
     } else {
-        let binary = build::build_binary(&mut refs);
+        let mut binary = build::build_binary(&mut refs);
+        if options.optimize {
+            optimize::optimize(&mut binary, &refs);
+        }
         collapse::Tree4::collapse(binary, refs)
     };
     let build_seconds = start.elapsed().as_secs_f64();

@@ -52,6 +52,11 @@ pub struct BuildArgs {
     /// lying on a box face can slip between two boxes. 3 or more closes that (GPURT uses 6).
     #[arg(long, default_value_t = 0)]
     pub grow: u8,
+    /// Optimize the tree after the top-down build: subtrees are moved to where they add the
+    /// least surface area (insertion-based, as Bittner et al. 2013). 2-4x the build time;
+    /// fewer TD clocks on scenes of mixed triangle sizes (sponza's camera rays: -25 %).
+    #[arg(long)]
+    pub optimize: bool,
 }
 
 impl BuildArgs {
@@ -74,6 +79,7 @@ impl BuildArgs {
             box_grow_ulps: self.grow,
             box_sort: true,
             leaf_chains: self.chains,
+            optimize: self.optimize,
         }
     }
 }

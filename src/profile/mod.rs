@@ -118,10 +118,11 @@ impl Variant {
             },
             b.triangles_per_node,
             if b.leaf_chains { " chained" } else { "" },
-            if b.spatial_splits {
-                "SAH + spatial splits"
-            } else {
-                "binned SAH"
+            match (b.spatial_splits, b.optimize) {
+                (false, false) => "binned SAH",
+                (true, false) => "SAH + spatial splits",
+                (false, true) => "binned SAH + reinsertion",
+                (true, true) => "SAH + spatial splits + reinsertion",
             },
             self.wave.lanes(),
             if self.refill { " + refill" } else { "" },
@@ -195,6 +196,7 @@ pub fn all_variants() -> Vec<Variant> {
     out.push(with("spatial-splits", "builder", &|v| {
         v.build.spatial_splits = true
     }));
+    out.push(with("optimize", "builder", &|v| v.build.optimize = true));
     out
 }
 

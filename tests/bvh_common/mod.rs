@@ -138,7 +138,7 @@ pub fn random_rays(rng: &mut Rng, mesh: &Mesh, n: usize) -> Vec<Ray> {
 }
 
 /// Every combination of encoder options (box format x tris per node x mode x order x
-/// {plain, spatial splits, leaf chains}).
+/// {plain, spatial splits, leaf chains, optimized, optimized leaf chains}).
 pub fn all_options() -> Vec<BuildOptions> {
     let mut out = Vec::new();
     for box_format in [
@@ -154,9 +154,13 @@ pub fn all_options() -> Vec<BuildOptions> {
                 TriangleReturnMode::Barycentrics,
             ] {
                 for node_order in [NodeOrder::DepthFirst, NodeOrder::BreadthFirst] {
-                    for (spatial_splits, leaf_chains) in
-                        [(false, false), (true, false), (false, true)]
-                    {
+                    for (spatial_splits, leaf_chains, optimize) in [
+                        (false, false, false),
+                        (true, false, false),
+                        (false, true, false),
+                        (false, false, true),
+                        (false, true, true),
+                    ] {
                         if leaf_chains && triangles_per_node == 1 {
                             continue;
                         }
@@ -167,6 +171,7 @@ pub fn all_options() -> Vec<BuildOptions> {
                             node_order,
                             spatial_splits,
                             leaf_chains,
+                            optimize,
                             ..BuildOptions::default()
                         });
                     }
