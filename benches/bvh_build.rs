@@ -1,7 +1,8 @@
 //! BVH build benchmark: bunny, sponza and dragon (`../shared/data/scenes`). Prints, per mesh,
-//! the build and encode time, SAH cost and bytes per triangle for the default options and for
-//! FP16 boxes with 4 triangles per node, validates each image once, then lets criterion time
-//! the build (binned SAH, no splits) on one thread and on two.
+//! the build and encode time, SAH cost and bytes per triangle for the default options, FP16
+//! boxes with 4 triangles per node, leaf chains, spatial splits and the optimized tree,
+//! validates each image once, then lets criterion time the build (binned SAH, no splits) on
+//! one thread and on two.
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use std::path::Path;
@@ -76,6 +77,16 @@ fn bench(c: &mut Criterion) {
                 ..BuildOptions::default()
             },
             2,
+        );
+        report(
+            name,
+            &mesh,
+            "optimize",
+            &BuildOptions {
+                optimize: true,
+                ..BuildOptions::default()
+            },
+            1,
         );
         let mut group = c.benchmark_group(format!("build_{name}"));
         group
