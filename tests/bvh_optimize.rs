@@ -3,8 +3,11 @@
 //! charges go down, and every camera ray finds the same nearest hit as without it (which the
 //! brute-force tests pin to the instruction on every triangle).
 
+mod bvh_common;
+
+use bvh_common::nearest_hit_differences;
 use std::path::Path;
-use wavetrace::bvh::{build, closest_hit_scalar, validate, BuildOptions, BuiltBvh, Mesh};
+use wavetrace::bvh::{build, validate, BuildOptions, BuiltBvh, Mesh};
 use wavetrace::counters::Counters;
 use wavetrace::math::{Hit, Ray};
 use wavetrace::traverse::rayfile::read_rays;
@@ -51,16 +54,7 @@ fn optimized_trees_cost_fewer_clocks_on_sponza_and_find_the_same_hits() {
             clocks_per_ray(&optimized, &mesh, &rays),
         );
         assert!(b < 0.95 * a, "splits {splits}: TD clocks a ray {a} -> {b}");
-        let mut differing = Vec::new();
-        for (i, ray) in rays.iter().enumerate() {
-            let a = closest_hit_scalar(&plain.image, &mesh, ray);
-            let b = closest_hit_scalar(&optimized.image, &mesh, ray);
-            let same =
-                a.is_hit() == b.is_hit() && (!a.is_hit() || (a.t - b.t).abs() <= 1e-6 * a.t.abs());
-            if !same {
-                differing.push((i, a.t, b.t));
-            }
-        }
+        let differing = nearest_hit_differences(&plain.image, &optimized.image, &mesh, &rays);
         assert!(
             differing.is_empty(),
             "splits {splits}: {} rays differ, first {:?}",

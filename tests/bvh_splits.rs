@@ -6,8 +6,11 @@
 //! piece far from the origin could end a few ULPs short of its triangle; 162 of these rays then
 //! reported a farther hit.
 
+mod bvh_common;
+
+use bvh_common::nearest_hit_differences;
 use std::path::Path;
-use wavetrace::bvh::{build, closest_hit_scalar, BuildOptions, Mesh};
+use wavetrace::bvh::{build, BuildOptions, Mesh};
 use wavetrace::traverse::rayfile::read_rays;
 
 #[test]
@@ -25,16 +28,7 @@ fn spatial_splits_find_the_same_nearest_hits_on_sponza() {
     )
     .unwrap();
     assert!(split.references > mesh.len(), "no reference was split");
-    let mut differing = Vec::new();
-    for (i, ray) in rays.iter().enumerate() {
-        let a = closest_hit_scalar(&plain.image, &mesh, ray);
-        let b = closest_hit_scalar(&split.image, &mesh, ray);
-        let same =
-            a.is_hit() == b.is_hit() && (!a.is_hit() || (a.t - b.t).abs() <= 1e-6 * a.t.abs());
-        if !same {
-            differing.push((i, a.t, b.t));
-        }
-    }
+    let differing = nearest_hit_differences(&plain.image, &split.image, &mesh, &rays);
     assert!(
         differing.is_empty(),
         "{} rays differ, first {:?}",

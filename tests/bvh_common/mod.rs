@@ -3,7 +3,7 @@
 #![allow(dead_code)]
 
 use glam::Vec3;
-use wavetrace::bvh::{BoxFormat, BuildOptions, Mesh, NodeOrder};
+use wavetrace::bvh::{closest_hit_scalar, BoxFormat, BuildOptions, BvhImage, Mesh, NodeOrder};
 use wavetrace::hw::TriangleReturnMode;
 use wavetrace::math::{Hit, Ray};
 
@@ -220,4 +220,26 @@ pub fn assert_same_hit(mesh: &Mesh, ray: &Ray, got: &Hit, want: &Hit, what: &str
             "{what}: front_face for {ray:?}"
         );
     }
+}
+
+/// The rays on which the scalar reference traversal of images `a` and `b` (of one mesh) finds
+/// different nearest hits: (ray index, t on `a`, t on `b`); the same miss, or t within a
+/// relative 1e-6, counts as the same.
+pub fn nearest_hit_differences(
+    a: &BvhImage,
+    b: &BvhImage,
+    mesh: &Mesh,
+    rays: &[Ray],
+) -> Vec<(usize, f32, f32)> {
+    let mut differing = Vec::new();
+    for (i, ray) in rays.iter().enumerate() {
+        let x = closest_hit_scalar(a, mesh, ray);
+        let y = closest_hit_scalar(b, mesh, ray);
+        let same =
+            x.is_hit() == y.is_hit() && (!x.is_hit() || (x.t - y.t).abs() <= 1e-6 * x.t.abs());
+        if !same {
+            differing.push((i, x.t, y.t));
+        }
+    }
+    differing
 }
