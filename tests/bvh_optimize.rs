@@ -5,12 +5,10 @@
 
 mod bvh_common;
 
-use bvh_common::nearest_hit_differences;
-use std::path::Path;
+use bvh_common::{nearest_hit_differences, scene_and_rays};
 use wavetrace::bvh::{build, validate, BuildOptions, BuiltBvh, Mesh};
 use wavetrace::counters::Counters;
 use wavetrace::math::{Hit, Ray};
-use wavetrace::traverse::rayfile::read_rays;
 use wavetrace::traverse::{WaveTracer, WaveTracerConfig};
 use wavetrace::wave::Tracer;
 
@@ -25,9 +23,7 @@ fn clocks_per_ray(built: &BuiltBvh, mesh: &Mesh, rays: &[Ray]) -> f64 {
 
 #[test]
 fn optimized_trees_cost_fewer_clocks_on_sponza_and_find_the_same_hits() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/scenes");
-    let mesh = Mesh::load_obj(&dir.join("sponza.obj.gz")).unwrap();
-    let rays = read_rays(&dir.join("sponza_primary.rays")).unwrap();
+    let (mesh, rays) = scene_and_rays("sponza", "primary");
     for splits in [false, true] {
         let plain = build(
             &mesh,

@@ -8,16 +8,12 @@
 
 mod bvh_common;
 
-use bvh_common::nearest_hit_differences;
-use std::path::Path;
-use wavetrace::bvh::{build, BuildOptions, Mesh};
-use wavetrace::traverse::rayfile::read_rays;
+use bvh_common::{nearest_hit_differences, scene_and_rays};
+use wavetrace::bvh::{build, BuildOptions};
 
 #[test]
 fn spatial_splits_find_the_same_nearest_hits_on_sponza() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/scenes");
-    let mesh = Mesh::load_obj(&dir.join("sponza.obj.gz")).unwrap();
-    let rays = read_rays(&dir.join("sponza_primary.rays")).unwrap();
+    let (mesh, rays) = scene_and_rays("sponza", "primary");
     let plain = build(&mesh, &BuildOptions::default()).unwrap();
     let split = build(
         &mesh,

@@ -243,3 +243,12 @@ pub fn nearest_hit_differences(
     }
     differing
 }
+
+/// A shared scene's mesh and one of its ray files (`NAME.obj.gz`, `NAME_SET.rays`).
+pub fn scene_and_rays(name: &str, set: &str) -> (Mesh, Vec<Ray>) {
+    let dir = std::path::Path::new(SCENES);
+    let mesh = Mesh::load_obj(&dir.join(format!("{name}.obj.gz"))).unwrap();
+    let rays =
+        wavetrace::traverse::rayfile::read_rays(&dir.join(format!("{name}_{set}.rays"))).unwrap();
+    (mesh, rays)
+}
