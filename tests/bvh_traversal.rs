@@ -251,3 +251,70 @@ fn box_growth_closes_the_cracks_between_flat_boxes() {
         }
     }
 }
+
+/// A mesh with a few triangles near the end of the f32 range: the top node's doubled
+/// centroids then span more than `f32::MAX` (their extent overflows to infinity on every
+/// axis, so every reference falls in one bin). The build used to split that node into an
+/// empty side and panic; now it falls back to the median split, and every build option finds
+/// brute force's hits on the small triangles near the origin.
+#[test]
+fn triangles_near_the_f32_limit_build_and_match_brute_force() {
+    let mut rng = Rng(41);
+    let mut tris: Vec<[[f32; 3]; 3]> = (0..500)
+        .map(|_| {
+            let c = [0; 3].map(|_| rng.range(-10.0, 10.0));
+            [0; 3].map(|_| [0, 1, 2].map(|k| c[k] + rng.range(-1.0, 1.0)))
+        })
+        .collect();
+    for corner in 0..8 {
+        let c = [0, 1, 2].map(|k| {
+            if corner >> k & 1 == 1 {
+                1.5e38
+            } else {
+                -1.5e38
+            }
+        });
+        tris.push([0; 3].map(|_| [0, 1, 2].map(|k| c[k] + rng.range(-1.0, 1.0) * 1e36)));
+    }
+    let mesh = Mesh::from_triangles(&tris);
+    // Rays at points of the small triangles, from up to 20 away.
+    let rays: Vec<wavetrace::math::Ray> = (0..400)
+        .map(|_| {
+            let [a, b, c] = tris[rng.below(500)].map(glam::Vec3::from);
+            let (u, v) = (rng.range(0.0, 0.5), rng.range(0.0, 0.5));
+            let target = a + (b - a) * u + (c - a) * v;
+            let dir = rng.unit();
+            let origin = target - dir * rng.range(0.5, 20.0);
+            wavetrace::math::Ray::new(origin, dir, 0.0, f32::INFINITY)
+        })
+        .collect();
+    let want: Vec<_> = rays
+        .iter()
+        .map(|r| closest_hit_brute_force(&mesh, r, TriangleReturnMode::TriangleId))
+        .collect();
+    assert!(want.iter().filter(|h| h.is_hit()).count() > 300);
+    for options in [
+        BuildOptions::default(),
+        BuildOptions {
+            optimize: true,
+            ..BuildOptions::default()
+        },
+        BuildOptions {
+            spatial_splits: true,
+            ..BuildOptions::default()
+        },
+        BuildOptions {
+            leaf_chains: true,
+            triangles_per_node: 4,
+            ..BuildOptions::default()
+        },
+    ] {
+        let built = bvh::build(&mesh, &options).expect("build");
+        let errors = bvh::validate(&built.image, &mesh);
+        assert!(errors.is_empty(), "{options:?}: {}", errors[0]);
+        for (ray, want) in rays.iter().zip(&want) {
+            let got = closest_hit_scalar(&built.image, &mesh, ray);
+            assert_same_hit(&mesh, ray, &got, want, &format!("{options:?}"));
+        }
+    }
+}

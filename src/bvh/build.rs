@@ -621,7 +621,8 @@ pub(crate) fn collapse_choice(
 }
 
 /// Evaluates the binned SAH on all three axes. Returns the axis, the last bin of the left
-/// side and the two sides' bounds, or `None` when no axis has a centroid extent.
+/// side and the two sides' bounds, or `None` when no axis splits the references into two
+/// non-empty sides (no centroid extent, or an extent beyond the f32 range).
 #[allow(clippy::type_complexity)]
 fn best_binned_split(
     refs: &[PrimRef],
@@ -665,28 +666,32 @@ fn best_binned_split(
             continue;
         }
         let b = &bins[axis];
-        // Right-to-left sweep: cost of the right side for a split after bin i.
-        let mut right_cost = [0.0f32; BINS];
+        // Right-to-left sweep: cost of the right side for a split after bin i (None: empty).
+        let mut right_cost = [None; BINS];
         let (mut lo, mut hi, mut n) = (Vec3A::INFINITY, Vec3A::NEG_INFINITY, 0u32);
         for i in (1..BINS).rev() {
             lo = lo.min(b[i].min);
             hi = hi.max(b[i].max);
             n += b[i].count;
-            right_cost[i - 1] = if n == 0 {
-                f32::INFINITY
-            } else {
-                half_area(lo, hi) * n as f32
-            };
+            if n != 0 {
+                right_cost[i - 1] = Some(half_area(lo, hi) * n as f32);
+            }
         }
         let (mut lo, mut hi, mut n) = (Vec3A::INFINITY, Vec3A::NEG_INFINITY, 0u32);
         for i in 0..BINS - 1 {
             lo = lo.min(b[i].min);
             hi = hi.max(b[i].max);
             n += b[i].count;
+            // Both sides must hold references. (A side's cost may be infinite, with boxes
+            // near the f32 range's end; an axis whose centroid extent overflows to infinity
+            // has every reference in bin 0, and so no split.)
+            let Some(right_cost) = right_cost[i] else {
+                continue;
+            };
             if n == 0 {
                 continue;
             }
-            let c = half_area(lo, hi) * n as f32 + right_cost[i];
+            let c = half_area(lo, hi) * n as f32 + right_cost;
             if best.is_none_or(|(bc, _, _)| c < bc) {
                 best = Some((c, axis, i));
             }
