@@ -441,23 +441,7 @@ fn packing_uses_all_four_slots_and_ids_parents_map_back() {
 #[test]
 fn the_image_does_not_depend_on_the_thread_count() {
     let mesh = Mesh::load_obj(&std::path::Path::new(SCENES).join("bunny.obj.gz")).unwrap();
-    for options in [
-        BuildOptions::default(),
-        BuildOptions {
-            spatial_splits: true,
-            ..BuildOptions::default()
-        },
-        BuildOptions {
-            leaf_chains: true,
-            triangles_per_node: 4,
-            ..BuildOptions::default()
-        },
-        BuildOptions {
-            optimize: true,
-            spatial_splits: true,
-            ..BuildOptions::default()
-        },
-    ] {
+    for options in tree_settings() {
         let images: Vec<_> = [1, 2, 3]
             .iter()
             .map(|&n| {

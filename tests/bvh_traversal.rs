@@ -293,22 +293,7 @@ fn triangles_near_the_f32_limit_build_and_match_brute_force() {
         .map(|r| closest_hit_brute_force(&mesh, r, TriangleReturnMode::TriangleId))
         .collect();
     assert!(want.iter().filter(|h| h.is_hit()).count() > 300);
-    for options in [
-        BuildOptions::default(),
-        BuildOptions {
-            optimize: true,
-            ..BuildOptions::default()
-        },
-        BuildOptions {
-            spatial_splits: true,
-            ..BuildOptions::default()
-        },
-        BuildOptions {
-            leaf_chains: true,
-            triangles_per_node: 4,
-            ..BuildOptions::default()
-        },
-    ] {
+    for options in tree_settings() {
         let built = bvh::build(&mesh, &options).expect("build");
         let errors = bvh::validate(&built.image, &mesh);
         assert!(errors.is_empty(), "{options:?}: {}", errors[0]);

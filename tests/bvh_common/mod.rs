@@ -182,6 +182,33 @@ pub fn all_options() -> Vec<BuildOptions> {
     out
 }
 
+/// One build setting per way of making the tree: the default, spatial splits, leaf chains
+/// (four triangles a node), the optimized tree, and both splits and the optimization.
+pub fn tree_settings() -> [BuildOptions; 5] {
+    let base = BuildOptions::default();
+    [
+        base,
+        BuildOptions {
+            spatial_splits: true,
+            ..base
+        },
+        BuildOptions {
+            leaf_chains: true,
+            triangles_per_node: 4,
+            ..base
+        },
+        BuildOptions {
+            optimize: true,
+            ..base
+        },
+        BuildOptions {
+            optimize: true,
+            spatial_splits: true,
+            ..base
+        },
+    ]
+}
+
 /// The t brute force finds for one primitive alone (mode 0), or infinity.
 pub fn prim_t(mesh: &Mesh, ray: &Ray, prim: u32) -> f32 {
     let one = Mesh::from_triangles(&[mesh.triangle(prim)]);
