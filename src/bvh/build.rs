@@ -462,7 +462,7 @@ fn pair_node(
 /// The collapse costs and box counts of a single reference with bounds `min..max` (see
 /// [`build_rec`]): its triangles tested, whatever the slots given to it.
 #[inline(always)]
-fn leaf_costs(r: &PrimRef, min: Vec3A, max: Vec3A) -> ([f32; 4], [u32; 4]) {
+pub(crate) fn leaf_costs(r: &PrimRef, min: Vec3A, max: Vec3A) -> ([f32; 4], [u32; 4]) {
     let cost = C_TRI * r.triangles() as f32 * half_area(min, max);
     ([cost; 4], [0; 4])
 }

@@ -13,8 +13,8 @@
 //!
 //! Sequential and deterministic: the same tree for any thread count.
 
-use super::build::{collapse_choice, half_area, BinaryTree, Node2, PrimRef, LEAF};
-use super::build::{COLLAPSE_PARALLEL, C_TRI};
+use super::build::{collapse_choice, half_area, leaf_costs, BinaryTree, Node2, PrimRef};
+use super::build::{COLLAPSE_PARALLEL, LEAF};
 use glam::Vec3A;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -254,14 +254,11 @@ fn recompute_collapse(tree: &mut BinaryTree, refs: &[PrimRef]) {
     let nodes = tree.nodes_mut();
     // (costs, boxes, references) per inner node, filled in post-order.
     let mut done: Vec<([f32; 4], [u32; 4], u32)> = vec![([0.0; 4], [0; 4], 0); nodes.len()];
-    let of = |id: u32, done: &Vec<([f32; 4], [u32; 4], u32)>| {
+    let of = |id: u32, done: &[([f32; 4], [u32; 4], u32)]| {
         if id & LEAF != 0 {
             let r = &refs[(id & !LEAF) as usize];
-            (
-                [C_TRI * r.triangles() as f32 * half_area(r.min(), r.max()); 4],
-                [0u32; 4],
-                1u32,
-            )
+            let (cost, boxes) = leaf_costs(r, r.min(), r.max());
+            (cost, boxes, 1u32)
         } else {
             done[id as usize]
         }
