@@ -12,6 +12,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 use wavetrace::bvh::{self, Mesh};
 use wavetrace::counters::Counters;
+use wavetrace::host::cpu_name;
 use wavetrace::math::{HitRecord, Ray};
 use wavetrace::traverse::rayfile::read_rays;
 use wavetrace::traverse::{Schedule, SimdPath, WaveTracer, WaveTracerConfig};
@@ -67,6 +68,8 @@ struct Row {
 
 #[derive(Serialize)]
 struct Results<'a> {
+    /// The CPU that ran the traces.
+    cpu: String,
     mesh: String,
     triangles: usize,
     options: String,
@@ -166,6 +169,7 @@ pub fn run(args: BenchArgs) -> Result<i32> {
             });
         }
     }
+    let cpu = cpu_name();
     println!(
         "{}: {} triangles, BVH built in {:.3} s; {} thread(s), wave{}, best and median of {}",
         args.mesh.display(),
@@ -175,6 +179,7 @@ pub fn run(args: BenchArgs) -> Result<i32> {
         args.wave,
         args.repeat
     );
+    println!("host CPU: {cpu}");
     let width = rows
         .iter()
         .map(|r| r.rays_file.len())
@@ -201,6 +206,7 @@ pub fn run(args: BenchArgs) -> Result<i32> {
     println!("hits and counters: identical in every repetition, build and schedule");
     if let Some(path) = &args.json {
         let results = Results {
+            cpu,
             mesh: args.mesh.display().to_string(),
             triangles: mesh.len(),
             options: format!("{:?}", args.build.options()),

@@ -4,6 +4,7 @@
 use serde::Serialize;
 use std::time::Duration;
 use wavetrace::counters::report::peak_table;
+use wavetrace::host::cpu_name;
 use wavetrace::hw::peak::{format_giga, CONSOLES, TD_COUNT_NOTE};
 use wavetrace::wave::microbench::{measure, InstructionRate};
 use wavetrace::{Error, Result};
@@ -35,6 +36,8 @@ struct ConsolePeak {
 struct PeakJson {
     consoles: Vec<ConsolePeak>,
     td_count_note: &'static str,
+    /// The CPU the microbenchmark ran on.
+    host_cpu: String,
     host: InstructionRate,
 }
 
@@ -59,6 +62,7 @@ pub fn run(args: PeakArgs) -> Result<i32> {
         let json = serde_json::to_string_pretty(&PeakJson {
             consoles,
             td_count_note: TD_COUNT_NOTE,
+            host_cpu: cpu_name(),
             host,
         })
         .map_err(|e| Error::Other(format!("cannot encode JSON: {e}")))?;
@@ -68,7 +72,8 @@ pub fn run(args: PeakArgs) -> Result<i32> {
     print!("{}", peak_table());
     println!();
     println!(
-        "this machine, 1 thread, wave{} instructions (emulated):",
+        "this machine ({}), 1 thread, wave{} instructions (emulated):",
+        cpu_name(),
         host.wave_lanes
     );
     println!(

@@ -41,6 +41,8 @@ pub struct ConsoleReport {
 /// This CPU's emulation speed.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct HostReport {
+    /// The CPU that ran it ([`crate::host::cpu_name`]): host speeds compare only within one.
+    pub cpu: String,
     /// Tracing wall time (seconds).
     pub seconds: f64,
     /// Worker threads.
@@ -155,6 +157,7 @@ impl Report {
             target: target.cli_name,
             consoles: CONSOLES.iter().map(|k| console_report(c, k)).collect(),
             host: HostReport {
+                cpu: crate::host::cpu_name(),
                 seconds,
                 threads,
                 rays_per_second: per_s(c.rays),
@@ -297,7 +300,8 @@ impl Report {
         let h = &self.host;
         let _ = writeln!(
             s,
-            "host emulation ({} thread{}, {:.3} s)",
+            "host emulation ({}, {} thread{}, {:.3} s)",
+            h.cpu,
             h.threads,
             if h.threads == 1 { "" } else { "s" },
             h.seconds
