@@ -46,6 +46,11 @@ int main(int argc, char** argv) {
         if (line[0] == 'v' && line[1] == ' ' && sscanf(line + 2, "%f %f %f", &x, &y, &z) == 3)
             vertices.push_back(bvhvec4(x, y, z, 0));
         else if (line[0] == 'f' && sscanf(line + 2, "%u %u %u", &a, &b, &c) == 3) {
+            const size_t nv = vertices.size();
+            if (a < 1 || b < 1 || c < 1 || a > nv || b > nv || c > nv) {
+                fprintf(stderr, "%s: a face names a vertex not yet defined: %s", argv[1], line);
+                return 2;
+            }
             corners.push_back(vertices[a - 1]);
             corners.push_back(vertices[b - 1]);
             corners.push_back(vertices[c - 1]);
