@@ -3,7 +3,8 @@
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
 use wavetrace::hw::{
-    image_bvh_intersect_ray, BoxNodeF16, BoxNodeF32, BvhDescriptor, RayRegisters, TriangleNode,
+    image_bvh_intersect_ray, BoxNodeF16, BoxNodeF32, BvhDescriptor, NodePointer, RayRegisters,
+    TriangleNode,
 };
 
 fn rays(n: usize) -> Vec<RayRegisters> {
@@ -32,7 +33,7 @@ fn bench(c: &mut Criterion) {
     let rays = rays(4096);
     let d = BvhDescriptor::default();
     let b32 = BoxNodeF32 {
-        children: [0x10, 0x21, 0x32, 0x43],
+        children: [0x10, 0x21, 0x32, 0x43].map(NodePointer::from_u32),
         boxes: [
             [-2.0, -2.0, -1.0, 0.0, 0.0, 1.0],
             [0.0, -2.0, -1.0, 2.0, 0.0, 1.0],

@@ -35,11 +35,10 @@ fn box_nodes(image: &BvhImage) -> Vec<(usize, NodeType)> {
     let mut out = Vec::new();
     let mut stack = vec![image.root];
     while let Some(p) = stack.pop() {
-        let np = NodePointer::from_u32(p);
-        let o = np.address_64() as usize * 64;
-        out.push((o, np.node_type()));
-        for c in children(image, o, np.node_type()) {
-            if c != NodePointer::INVALID && NodePointer::from_u32(c).node_type().is_box() {
+        let o = p.address_64() as usize * 64;
+        out.push((o, p.node_type()));
+        for c in children(image, o, p.node_type()) {
+            if c.is_box() {
                 stack.push(c);
             }
         }
@@ -47,7 +46,7 @@ fn box_nodes(image: &BvhImage) -> Vec<(usize, NodeType)> {
     out
 }
 
-fn children(image: &BvhImage, o: usize, ty: NodeType) -> [u32; 4] {
+fn children(image: &BvhImage, o: usize, ty: NodeType) -> [NodePointer; 4] {
     if ty == NodeType::BoxF16 {
         bytemuck::pod_read_unaligned::<BoxNodeF16>(&image.bytes[o..o + 64]).children
     } else {
@@ -59,12 +58,16 @@ fn set_dword(image: &mut BvhImage, byte: usize, value: u32) {
     image.bytes[byte..byte + 4].copy_from_slice(&value.to_le_bytes());
 }
 
+fn set_pointer(image: &mut BvhImage, byte: usize, value: NodePointer) {
+    set_dword(image, byte, value.to_u32());
+}
+
 fn get_f32(image: &BvhImage, byte: usize) -> f32 {
     f32::from_le_bytes(image.bytes[byte..byte + 4].try_into().unwrap())
 }
 
 /// The first (box32 node offset, slot) whose child satisfies `pred`.
-fn find_slot(image: &BvhImage, pred: impl Fn(u32) -> bool) -> (usize, usize) {
+fn find_slot(image: &BvhImage, pred: impl Fn(NodePointer) -> bool) -> (usize, usize) {
     for (o, ty) in box_nodes(image) {
         if ty != NodeType::BoxF32 {
             continue;
@@ -78,16 +81,12 @@ fn find_slot(image: &BvhImage, pred: impl Fn(u32) -> bool) -> (usize, usize) {
     panic!("no such slot")
 }
 
-fn is_tri(c: u32) -> bool {
-    c != NodePointer::INVALID
-        && NodePointer::from_u32(c)
-            .node_type()
-            .triangle_index()
-            .is_some()
+fn is_tri(c: NodePointer) -> bool {
+    c.is_triangle()
 }
 
-fn is_box(c: u32) -> bool {
-    c != NodePointer::INVALID && NodePointer::from_u32(c).node_type().is_box()
+fn is_box(c: NodePointer) -> bool {
+    c.is_box()
 }
 
 fn assert_rejected(image: &BvhImage, mesh: &Mesh, needle: &str) {
@@ -134,7 +133,7 @@ fn rejects_an_fp16_box_that_misses_the_exact_bounds() {
     assert_eq!(ty, NodeType::BoxF16);
     let s = children(&image, o, ty)
         .iter()
-        .position(|&c| c != NodePointer::INVALID)
+        .position(|c| !c.is_invalid())
         .unwrap();
     // Raise min.x by one f16 step: the f16 box no longer contains the exact f32 bounds.
     let at = o + 16 + 12 * s;
@@ -168,7 +167,7 @@ fn rejects_a_pointer_into_the_middle_of_a_box32_node() {
     let mut image = build(&mesh, fp32());
     // The root is a box32 node at block 0; point its slot 0 at its own second 64-byte half,
     // as a box16 node.
-    assert_eq!(image.root, 0x5);
+    assert_eq!(image.root, NodePointer::new(0, NodeType::BoxF32));
     let half = NodePointer::new(1, NodeType::BoxF16);
     set_dword(&mut image, 0, half.to_u32());
     assert_rejected(&image, &mesh, "overlaps a node of another kind");
@@ -180,7 +179,7 @@ fn rejects_a_reserved_node_type() {
     let mut image = build(&mesh, fp32());
     let (o, s) = find_slot(&image, is_tri);
     let c = children(&image, o, NodeType::BoxF32)[s];
-    set_dword(&mut image, o + 4 * s, (c & !7) | 6);
+    set_pointer(&mut image, o + 4 * s, c.with_type(NodeType::User6));
     assert_rejected(&image, &mesh, "reserved node type 6");
 }
 
@@ -189,7 +188,7 @@ fn rejects_an_unreachable_triangle() {
     let mesh = test_mesh();
     let mut image = build(&mesh, fp32());
     let (o, s) = find_slot(&image, is_tri);
-    set_dword(&mut image, o + 4 * s, NodePointer::INVALID);
+    set_pointer(&mut image, o + 4 * s, NodePointer::INVALID);
     for i in 0..6 {
         set_dword(&mut image, o + 16 + 24 * s + 4 * i, f32::NAN.to_bits());
     }
@@ -204,7 +203,7 @@ fn rejects_a_triangle_referenced_twice() {
     let c = children(&image, o, NodeType::BoxF32)[s];
     // Another triangle slot elsewhere now points at the same triangle (with a huge box).
     let (o2, s2) = find_slot(&image, |x| is_tri(x) && x != c);
-    set_dword(&mut image, o2 + 4 * s2, c);
+    set_pointer(&mut image, o2 + 4 * s2, c);
     for i in 0..3 {
         set_dword(&mut image, o2 + 16 + 24 * s2 + 4 * i, (-1e30f32).to_bits());
         set_dword(
@@ -220,7 +219,7 @@ fn rejects_a_triangle_referenced_twice() {
 fn rejects_a_hittable_empty_slot() {
     let mesh = test_mesh();
     let mut image = build(&mesh, fp32());
-    let (o, s) = find_slot(&image, |c| c == NodePointer::INVALID);
+    let (o, s) = find_slot(&image, NodePointer::is_invalid);
     for i in 0..3 {
         set_dword(&mut image, o + 16 + 24 * s + 4 * i, 0.0f32.to_bits());
         set_dword(&mut image, o + 16 + 24 * s + 12 + 4 * i, 1.0f32.to_bits());
@@ -246,7 +245,7 @@ fn rejects_a_changed_vertex() {
     let mesh = test_mesh();
     let mut image = build(&mesh, fp32());
     let (o, s) = find_slot(&image, is_tri);
-    let c = NodePointer::from_u32(children(&image, o, NodeType::BoxF32)[s]);
+    let c = children(&image, o, NodeType::BoxF32)[s];
     let k = c.node_type().triangle_index().unwrap();
     let v = wavetrace::hw::TRIANGLE_VERTICES[k][0];
     let at = c.address_64() as usize * 64 + 12 * v;
@@ -260,7 +259,7 @@ fn rejects_a_wrong_ij_control_nibble() {
     let mesh = test_mesh();
     let mut image = build(&mesh, fp32());
     let (o, s) = find_slot(&image, is_tri);
-    let c = NodePointer::from_u32(children(&image, o, NodeType::BoxF32)[s]);
+    let c = children(&image, o, NodeType::BoxF32)[s];
     let k = c.node_type().triangle_index().unwrap();
     let at = c.address_64() as usize * 64 + 60;
     let word = u32::from_le_bytes(image.bytes[at..at + 4].try_into().unwrap());
@@ -286,7 +285,7 @@ fn rejects_a_wrong_mode0_id_word() {
         },
     );
     let (o, s) = find_slot(&image, is_tri);
-    let c = NodePointer::from_u32(children(&image, o, NodeType::BoxF32)[s]);
+    let c = children(&image, o, NodeType::BoxF32)[s];
     let at = c.address_64() as usize * 64 + 60;
     let word = u32::from_le_bytes(image.bytes[at..at + 4].try_into().unwrap());
     set_dword(&mut image, at, word + 4);
@@ -299,7 +298,7 @@ fn rejects_a_cycle() {
     let mut image = build(&mesh, fp32());
     let (o, s) = find_slot(&image, is_box);
     let root = image.root;
-    set_dword(&mut image, o + 4 * s, root);
+    set_pointer(&mut image, o + 4 * s, root);
     assert_rejected(&image, &mesh, "reached twice");
 }
 
@@ -310,7 +309,7 @@ fn rejects_a_wrong_descriptor_size_and_a_triangle_root() {
     image.descriptor.size_minus_one += 1;
     assert_rejected(&image, &mesh, "descriptor size");
     let mut image = build(&mesh, fp32());
-    image.root = NodePointer::new(0, NodeType::Triangle0).to_u32();
+    image.root = NodePointer::new(0, NodeType::Triangle0);
     assert_rejected(&image, &mesh, "is not a box node");
 }
 
@@ -319,7 +318,7 @@ fn rejects_a_wrong_parent_entry() {
     let mesh = test_mesh();
     let mut image = build(&mesh, fp32());
     let (o, s) = find_slot(&image, is_box);
-    let c = NodePointer::from_u32(children(&image, o, NodeType::BoxF32)[s]);
+    let c = children(&image, o, NodeType::BoxF32)[s];
     image.box_parent[c.address_64() as usize] = NodePointer::INVALID;
     assert_rejected(&image, &mesh, "parent table");
 }
@@ -427,9 +426,9 @@ fn packing_uses_all_four_slots_and_ids_parents_map_back() {
         // Every slot's parent names a box node whose children include it.
         let image = &built.image;
         for (o, ty) in box_nodes(image) {
-            let me = NodePointer::new(o as u64 / 64, ty).to_u32();
+            let me = NodePointer::new(o as u64 / 64, ty);
             for c in children(image, o, ty) {
-                if c != NodePointer::INVALID {
+                if !c.is_invalid() {
                     assert_eq!(image.parent(c), Some(me));
                 }
             }
@@ -490,7 +489,7 @@ fn metrics_agree_with_the_image() {
             .map(|&(o, ty)| {
                 children(image, o, ty)
                     .iter()
-                    .filter(|&&c| c != NodePointer::INVALID)
+                    .filter(|c| !c.is_invalid())
                     .count()
             })
             .sum();
@@ -516,7 +515,7 @@ fn metrics_agree_with_the_image() {
         let (ro, rty) = nodes[0];
         let mut root = ([f32::INFINITY; 3], [f32::NEG_INFINITY; 3]);
         for (s, c) in children(image, ro, rty).into_iter().enumerate() {
-            if c != NodePointer::INVALID {
+            if !c.is_invalid() {
                 let b = decode(ro, rty, s);
                 for a in 0..3 {
                     root.0[a] = root.0[a].min(b.0[a]);
@@ -527,7 +526,7 @@ fn metrics_agree_with_the_image() {
         let mut sah = 1.0;
         for &(o, ty) in &nodes {
             for (s, c) in children(image, o, ty).into_iter().enumerate() {
-                if c == NodePointer::INVALID {
+                if c.is_invalid() {
                     continue;
                 }
                 let weight = image.leaf_triangles(c).count().max(1) as f64;

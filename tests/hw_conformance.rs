@@ -5,8 +5,8 @@ use wavetrace::hw::box_test::{grow_factor, sort_children, SORT_NETWORK};
 use wavetrace::hw::descriptor::TriangleReturnMode;
 use wavetrace::hw::{
     image_bvh64_intersect_ray, image_bvh_intersect_ray, image_bvh_intersect_ray_a16, BoxNodeF16,
-    BoxNodeF32, BvhDescriptor, InactiveReason, LaneOutcome, MappedMemory, NodePointer, NodeType,
-    RayRegisters, RayRegistersA16, TriangleNode, TRIANGLE_VERTICES,
+    BoxNodeF32, BvhDescriptor, InactiveReason, LaneOutcome, MappedMemory, NodePointer,
+    NodePointer64, NodeType, RayRegisters, RayRegistersA16, TriangleNode, TRIANGLE_VERTICES,
 };
 
 const INV: u32 = 0xFFFF_FFFF;
@@ -29,7 +29,7 @@ fn ray_x(origin: [f32; 3], extent: f32) -> RayRegisters {
 
 fn box32(children: [u32; 4], boxes: [[f32; 6]; 4]) -> Vec<u8> {
     bytemuck::bytes_of(&BoxNodeF32 {
-        children,
+        children: children.map(NodePointer::from_u32),
         boxes,
         user: [0; 4],
     })
@@ -71,7 +71,7 @@ fn box_miss_is_four_invalid_pointers() {
     let node = box32([1, 2, 3, 4], [MISS_BOX; 4]);
     assert_eq!(run32(&node, &desc(), &ray_x([0.0; 3], INF)), [INV; 4]);
     let n16 = BoxNodeF16 {
-        children: [1, 2, 3, 4],
+        children: [1, 2, 3, 4].map(NodePointer::from_u32),
         boxes: [[0x4500, 0x4500, 0x4500, 0x4600, 0x4600, 0x4600]; 4], // [5,6]^3
     };
     let r = image_bvh_intersect_ray(bytemuck::bytes_of(&n16), &desc(), 4, &ray_x([0.0; 3], INF));
@@ -270,16 +270,16 @@ fn sixty_four_bit_pointer_and_base_address() {
         base_address_256: 3,
         ..desc()
     };
-    let ptr = NodePointer::new(1 << 33, NodeType::BoxF32);
+    let ptr = NodePointer64::new(1 << 33, NodeType::BoxF32);
     let va = 3 * 256 + (1u64 << 39);
     let mem = MappedMemory { va, bytes: &node };
-    let r = image_bvh64_intersect_ray(&mem, &d, ptr.0, &ray_x([-5.0, 0.0, 0.0], INF));
+    let r = image_bvh64_intersect_ray(&mem, &d, ptr.to_u64(), &ray_x([-5.0, 0.0, 0.0], INF));
     assert_eq!(r.dwords, [9, 8, 7, 6]);
     let mem = MappedMemory {
         va: va + 64,
         bytes: &node,
     };
-    let r = image_bvh64_intersect_ray(&mem, &d, ptr.0, &ray_x([-5.0, 0.0, 0.0], INF));
+    let r = image_bvh64_intersect_ray(&mem, &d, ptr.to_u64(), &ray_x([-5.0, 0.0, 0.0], INF));
     assert_eq!(r.outcome, LaneOutcome::Unmapped);
 }
 
@@ -365,8 +365,9 @@ fn all_81_tie_patterns_and_misses_through_the_instruction() {
 fn hand_worked_unstable_tie() {
     // Keys [1, 1, 0, 1]: (0,2) swaps -> [P2, P1, P0, P3]; no other comparator swaps, so P1
     // ends before P0 although a stable sort would keep P0 first.
-    let got = sort_children([10, 11, 12, 13], [1.0, 1.0, 0.0, 1.0]);
-    assert_eq!(got, [12, 11, 10, 13]);
+    let p = |raw: [u32; 4]| raw.map(NodePointer::from_u32);
+    let got = sort_children(p([10, 11, 12, 13]), [1.0, 1.0, 0.0, 1.0]);
+    assert_eq!(got, p([12, 11, 10, 13]));
 }
 
 #[test]
@@ -386,8 +387,11 @@ fn invalid_pointer_on_a_hit_box_sorts_last() {
     );
     // Keys never matter for INVALID slots, even a key of +inf against a valid +inf.
     assert_eq!(
-        sort_children([INV, 5, INV, 6], [0.0, INF, 0.0, INF]),
-        [5, 6, INV, INV]
+        sort_children(
+            [INV, 5, INV, 6].map(NodePointer::from_u32),
+            [0.0, INF, 0.0, INF]
+        ),
+        [5, 6, INV, INV].map(NodePointer::from_u32)
     );
 }
 
@@ -545,7 +549,7 @@ fn fp16_boxes_widen_exactly() {
     let e = 1.0 + 2f32.powi(-10);
     let (lo, hi) = (0xbc00u16, 0x3c00u16); // -1, 1
     let n = BoxNodeF16 {
-        children: [1, 2, INV, INV],
+        children: [1, 2, INV, INV].map(NodePointer::from_u32),
         boxes: [
             [0x3c01, lo, lo, 0x4500, hi, hi],
             // min.x = smallest subnormal 2^-24, max = 2^-23: entered at exactly 2^-24.

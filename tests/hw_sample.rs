@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 use wavetrace::hw::{
-    image_bvh64_intersect_ray, BvhDescriptor, MappedMemory, NodePointer, RayRegisters,
+    image_bvh64_intersect_ray, BvhDescriptor, MappedMemory, NodePointer64, RayRegisters,
 };
 
 const SAMPLE: &str = concat!(
@@ -47,7 +47,7 @@ fn check_vectors(text: &str) -> (usize, Vec<String>) {
         };
         let expect: [u32; 4] = std::array::from_fn(|k| hex32(&o["expect"][k]));
         let memory = MappedMemory {
-            va: NodePointer(pointer).fetch_address(descriptor.base_address_256),
+            va: NodePointer64::from_u64(pointer).fetch_address(descriptor.base_address_256),
             bytes: &node,
         };
         let got = image_bvh64_intersect_ray(&memory, &descriptor, pointer, &ray).dwords;

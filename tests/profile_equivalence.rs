@@ -7,6 +7,7 @@ use glam::Vec3;
 use std::path::Path;
 use wavetrace::bvh::{self, BuildOptions, Mesh};
 use wavetrace::counters::Counters;
+use wavetrace::hw::NodePointer;
 use wavetrace::math::{Hit, Ray};
 use wavetrace::profile::rays::{PinholeCamera, SplitMix64};
 use wavetrace::profile::{self, QueryKind, RayKind, RaySet, TraversalKind, Variant};
@@ -165,7 +166,7 @@ fn stream_without_refill_is_the_shared_wave_loop() {
     };
     let cache = NodeCache::build(&memory, &image.descriptor, image.root);
     let ix = WaveIntersector::new(memory, image.descriptor, Some(&cache));
-    let prim = |p: u32, d: &[u32; 4]| image.primitive_id(p, d);
+    let prim = |p: NodePointer, d: &[u32; 4]| image.primitive_id(p, d);
     for query in [Query::ClosestHit, Query::AnyHit] {
         let run = WaveRun {
             intersector: &ix,
@@ -264,7 +265,7 @@ fn stackless_trail_issues_exactly_one_restart_per_dropped_sibling_subtree() {
         va: 0,
     };
     let ix = WaveIntersector::new(memory, image.descriptor, None);
-    let prim = |p: u32, d: &[u32; 4]| image.primitive_id(p, d);
+    let prim = |p: NodePointer, d: &[u32; 4]| image.primitive_id(p, d);
     let trav = TrailStack { capacity: 0, order };
     let mut out = vec![LaneOutput::default(); rays.len()];
     let mut c = Counters::default();

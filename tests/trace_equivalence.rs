@@ -8,7 +8,7 @@ use bvh_common::Rng;
 use glam::Vec3;
 use wavetrace::bvh::{build, closest_hit_scalar, BoxFormat, BuildOptions, BuiltBvh, Mesh};
 use wavetrace::counters::Counters;
-use wavetrace::hw::TriangleReturnMode;
+use wavetrace::hw::{NodePointer, NodeType, TriangleReturnMode};
 use wavetrace::math::{Hit, HitRecord, Ray};
 use wavetrace::traverse::{PrimitiveIds, Schedule, SimdPath, WaveTracer, WaveTracerConfig};
 use wavetrace::wave::{Tracer, WaveWidth};
@@ -288,7 +288,9 @@ fn every_build_and_schedule_gives_the_same_hits_and_counters() {
                     0,
                     image.descriptor,
                     image.root,
-                    Box::new(move |ptr: u32, dwords: &[u32; 4]| ids.primitive_id(ptr, dwords)),
+                    Box::new(move |ptr: NodePointer, dwords: &[u32; 4]| {
+                        ids.primitive_id(ptr, dwords)
+                    }),
                     config,
                 );
                 if image.leaf_chains {
@@ -337,21 +339,19 @@ fn with_user_nodes(image: &wavetrace::bvh::BvhImage) -> wavetrace::bvh::BvhImage
     let mut todo = vec![image.root];
     let mut boxes = 0;
     while let Some(p) = todo.pop() {
-        if p == u32::MAX || p & 6 != 4 {
+        if !p.is_box() {
             continue;
         }
-        let at = (p >> 3) as usize * 64;
-        let children: Vec<u32> = (0..4)
-            .map(|c| {
-                u32::from_le_bytes(image.bytes[at + 4 * c..at + 4 * c + 4].try_into().unwrap())
-            })
-            .collect();
-        todo.extend(&children);
+        // Both box formats hold their four child pointers in bytes 0..16.
+        let at = p.address_64() as usize * 64;
+        let mut children: [NodePointer; 4] =
+            bytemuck::pod_read_unaligned(&image.bytes[at..at + 16]);
+        todo.extend(children);
         boxes += 1;
         if boxes % 5 == 0 {
-            if let Some(c) = children.iter().position(|&c| c != u32::MAX) {
-                let user = (children[c] & !7) | 6;
-                out.bytes[at + 4 * c..at + 4 * c + 4].copy_from_slice(&user.to_le_bytes());
+            if let Some(c) = children.iter().position(|c| !c.is_invalid()) {
+                children[c] = children[c].with_type(NodeType::User6);
+                out.bytes[at..at + 16].copy_from_slice(bytemuck::bytes_of(&children));
             }
         }
     }
@@ -490,7 +490,7 @@ fn the_image_address_does_not_change_hits_or_counters() {
     let (plain_hits, plain_counters) = run(&WaveTracer::new(&built.image, &mesh, config));
     let image = std::sync::Arc::new(built.image.clone());
     let ids = |image: std::sync::Arc<wavetrace::bvh::BvhImage>| -> Box<dyn PrimitiveIds> {
-        Box::new(move |ptr: u32, dwords: &[u32; 4]| image.primitive_id(ptr, dwords))
+        Box::new(move |ptr: NodePointer, dwords: &[u32; 4]| image.primitive_id(ptr, dwords))
     };
     // Three blocks of other memory, then the image at base * 256.
     let mut shifted = vec![0xABu8; 192];

@@ -14,12 +14,15 @@ use wavetrace::wave::{td, BvhMemory, Tracer, Wave, WaveIntersector, WaveResults,
 
 const NAN_BOX: [f32; 6] = [f32::NAN; 6];
 
+/// The box32 root at block 0.
+const ROOT: NodePointer = NodePointer::new(0, NodeType::BoxF32);
+
 /// Memory: block 0-1 box32 (children: tri node at block 2 as tri0 and tri1, box16 at 3,
 /// one empty slot), block 2 triangle node, block 3 box16 node, block 4 triangle node.
 fn memory() -> Vec<u8> {
-    let tri_a = NodePointer::new(2, NodeType::Triangle0).to_u32();
-    let tri_b = NodePointer::new(2, NodeType::Triangle1).to_u32();
-    let box16 = NodePointer::new(3, NodeType::BoxF16).to_u32();
+    let tri_a = NodePointer::new(2, NodeType::Triangle0);
+    let tri_b = NodePointer::new(2, NodeType::Triangle1);
+    let box16 = NodePointer::new(3, NodeType::BoxF16);
     let root = BoxNodeF32 {
         children: [tri_a, tri_b, box16, NodePointer::INVALID],
         boxes: [
@@ -42,7 +45,7 @@ fn memory() -> Vec<u8> {
         word: IjControl(0).with_nibble(0, 9).with_nibble(1, 6).0,
     };
     let h = |v: f32| half::f16::from_f32(v).to_bits();
-    let tri_c = NodePointer::new(4, NodeType::Triangle0).to_u32();
+    let tri_c = NodePointer::new(4, NodeType::Triangle0);
     let b16 = BoxNodeF16 {
         children: [
             tri_c,
@@ -107,7 +110,7 @@ fn issue<const W: usize>(wave: &Wave<W>, index: u64) -> (Counters, WaveResults<W
 fn wave64_with_17_lanes_on_a_box_node_costs_17_clocks_on_its_td() {
     let mut wave: Wave<64> = Wave::new(0);
     for i in (0..64).step_by(3).take(17) {
-        wave.activate(i, 0x5, down_ray(0.25, 0.25));
+        wave.activate(i, ROOT, down_ray(0.25, 0.25));
     }
     let (c, out) = issue(&wave, 23);
     assert_eq!(c.td_clocks, 17);
@@ -134,7 +137,7 @@ fn wave64_with_17_lanes_on_a_box_node_costs_17_clocks_on_its_td() {
         out.dwords[0][2],
         NodePointer::new(3, NodeType::BoxF16).to_u32()
     );
-    assert_eq!(out.dwords[0][3], NodePointer::INVALID);
+    assert_eq!(out.dwords[0][3], NodePointer::INVALID.to_u32());
 }
 
 #[test]
@@ -149,7 +152,7 @@ fn nan_and_infinite_lanes_cost_nothing() {
             3 => ray.origin[0] = f32::NEG_INFINITY,
             _ => {}
         }
-        wave.activate(i, 0x5, ray);
+        wave.activate(i, ROOT, ray);
     }
     let (c, out) = issue(&wave, 0);
     assert_eq!(c.td_clocks, 6);
@@ -162,7 +165,7 @@ fn nan_and_infinite_lanes_cost_nothing() {
     let mut wave: Wave<32> = Wave::new(0);
     let mut ray = down_ray(0.0, 0.0);
     ray.inv_dir[0] = f32::NAN;
-    wave.activate(5, 0x5, ray);
+    wave.activate(5, ROOT, ray);
     let (c, _) = issue(&wave, 0);
     assert_eq!((c.td_clocks, c.td_instructions, c.lanes_nan), (0, 0, 1));
     assert_eq!(c.trav_iterations, 1);
@@ -171,13 +174,13 @@ fn nan_and_infinite_lanes_cost_nothing() {
 #[test]
 fn wave32_mixed_node_types_in_one_instruction() {
     let mut wave: Wave<32> = Wave::new(0);
-    let tri0 = NodePointer::new(2, NodeType::Triangle0).to_u32();
-    let tri1 = NodePointer::new(2, NodeType::Triangle1).to_u32();
-    let box16 = NodePointer::new(3, NodeType::BoxF16).to_u32();
-    let user = NodePointer::new(2, NodeType::User6).to_u32();
-    let oob = NodePointer::new(9, NodeType::Triangle0).to_u32();
+    let tri0 = NodePointer::new(2, NodeType::Triangle0);
+    let tri1 = NodePointer::new(2, NodeType::Triangle1);
+    let box16 = NodePointer::new(3, NodeType::BoxF16);
+    let user = NodePointer::new(2, NodeType::User6);
+    let oob = NodePointer::new(9, NodeType::Triangle0);
     let mut lane = 0;
-    let mut add = |wave: &mut Wave<32>, node: u32, n: usize| {
+    let mut add = |wave: &mut Wave<32>, node: NodePointer, n: usize| {
         for _ in 0..n {
             wave.activate(lane, node, down_ray(-0.5, -0.5));
             lane += 1;
@@ -209,8 +212,8 @@ fn tracer(wave: WaveWidth) -> WaveTracer {
         memory(),
         0,
         descriptor(),
-        0x5,
-        Box::new(|ptr: u32, _: &[u32; 4]| match ptr {
+        ROOT,
+        Box::new(|ptr: NodePointer, _: &[u32; 4]| match ptr.to_u32() {
             0x10 => 0,
             0x11 => 1,
             0x20 => 2,

@@ -2,7 +2,7 @@
 //! (`../shared/data/isa/sample.jsonl`, computed by vendor software models following
 //! semantics.md section 12): golden values from an independent computation.
 
-use wavetrace::hw::{BvhDescriptor, LaneOutcome};
+use wavetrace::hw::{BvhDescriptor, LaneOutcome, NodePointer};
 use wavetrace::wave::{BvhMemory, LaneRay, WaveIntersector};
 
 const SAMPLE: &str = concat!(
@@ -51,7 +51,7 @@ fn wave_intersector_reproduces_every_sample_vector() {
             descriptor,
             None,
         );
-        let (got, outcome) = intersector.lane(hex_u32(&v["node_ptr"]), &ray);
+        let (got, outcome) = intersector.lane(NodePointer::from_u32(hex_u32(&v["node_ptr"])), &ray);
         if got != expect {
             failures.push(format!(
                 "line {} ({}): got {:08x?} expected {:08x?} ({outcome:?})",

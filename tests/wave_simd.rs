@@ -114,7 +114,7 @@ fn random_node(rng: &mut Rng, mem: &mut [u8], n: usize, ray: &RayRegisters, scal
         0 | 1 => {
             for c in 0..4 {
                 let ptr = match rng.below(8) {
-                    0 => NodePointer::INVALID,
+                    0 => NodePointer::INVALID.to_u32(),
                     1 => 0,
                     2 => rng.next() as u32,
                     _ => (rng.below(64) as u32) << 3 | rng.below(6) as u32,
@@ -243,7 +243,7 @@ fn simd_wave_instruction_is_bit_identical_to_the_scalar_reference() {
         // Node slots are 128 bytes = two 64-byte addresses; pointers name slot starts, with a
         // few pointing past the memory (unmapped).
         let memory = BvhMemory { bytes: &mem, va: 0 };
-        let cache = NodeCache::build(&memory, &descriptor, 0x5);
+        let cache = NodeCache::build(&memory, &descriptor, NodePointer::from_u32(0x5));
         let with_cache = round.is_multiple_of(2);
         let intersector = WaveIntersector::new(memory, descriptor, with_cache.then_some(&cache));
         for _ in 0..32 {
@@ -266,7 +266,7 @@ fn simd_wave_instruction_is_bit_identical_to_the_scalar_reference() {
                     ray_pool[rng.below(64) as usize]
                 };
                 if rng.chance(0.9) {
-                    wave.activate(i, (slot * 2) << 3 | ty, ray);
+                    wave.activate(i, NodePointer::from_u32((slot * 2) << 3 | ty), ray);
                 }
             }
             let mut out = WaveResults::<64>::default();
@@ -280,8 +280,12 @@ fn simd_wave_instruction_is_bit_identical_to_the_scalar_reference() {
                 if wave.exec & (1 << i) == 0 {
                     continue;
                 }
-                let expect =
-                    image_bvh_intersect_ray(&mem[..], &descriptor, wave.node[i], &wave.ray[i]);
+                let expect = image_bvh_intersect_ray(
+                    &mem[..],
+                    &descriptor,
+                    wave.node[i].to_u32(),
+                    &wave.ray[i],
+                );
                 assert_eq!(
                     (out.dwords[i], out.outcome[i]),
                     (expect.dwords, expect.outcome),
@@ -291,7 +295,7 @@ fn simd_wave_instruction_is_bit_identical_to_the_scalar_reference() {
                     descriptor
                 );
                 lanes_checked += 1;
-                let ty = NodePointer::from_u32(wave.node[i]).node_type();
+                let ty = wave.node[i].node_type();
                 let slot = match expect.outcome {
                     LaneOutcome::Tested => {
                         if ty.is_box() && expect.dwords[0] != u32::MAX {

@@ -39,16 +39,16 @@ pub struct BvhImage {
     /// Base 0, size = 64-byte blocks - 1, grow, sort and return mode from the options.
     pub descriptor: BvhDescriptor,
     /// Root node pointer (a box node at block 0: 0x4 or 0x5).
-    pub root: u32,
+    pub root: NodePointer,
     /// Per 64-byte block: the ordinal `o` of the triangle node starting there, or `u32::MAX`.
     pub triangle_node_ordinal: Vec<u32>,
     /// Per triangle slot `4 * o + k`: the primitive id, or `u32::MAX` for an unused slot.
     pub slot_primitive: Vec<u32>,
     /// Per 64-byte block: the parent pointer of the box node starting there
     /// (`NodePointer::INVALID` for the root and for other blocks).
-    pub box_parent: Vec<u32>,
+    pub box_parent: Vec<NodePointer>,
     /// Per triangle slot `4 * o + k`: the pointer of the box node referencing it.
-    pub slot_parent: Vec<u32>,
+    pub slot_parent: Vec<NodePointer>,
     /// Most triangles per triangle node the image was built with.
     pub triangles_per_node: u8,
     /// Whether references were split (then one triangle may be stored several times).
@@ -80,7 +80,7 @@ impl BvhImage {
     /// issued with and the 4 returned dwords. Mode 0: dword 2 (`word@60 + k`) indexes the
     /// side table; mode 1: the pointer does. `u32::MAX` if the pointer or id is not a
     /// triangle slot of this image.
-    pub fn primitive_id(&self, triangle_pointer: u32, result: &[u32; 4]) -> u32 {
+    pub fn primitive_id(&self, triangle_pointer: NodePointer, result: &[u32; 4]) -> u32 {
         let slot = match self.descriptor.triangle_return_mode {
             TriangleReturnMode::TriangleId => Some(result[2] as usize),
             TriangleReturnMode::Barycentrics => self.slot_of(triangle_pointer),
@@ -90,8 +90,8 @@ impl BvhImage {
     }
 
     /// The side-table slot `4 * o + k` of a triangle pointer.
-    pub fn slot_of(&self, triangle_pointer: u32) -> Option<usize> {
-        let p = NodePointer::from_u32(triangle_pointer);
+    pub fn slot_of(&self, triangle_pointer: NodePointer) -> Option<usize> {
+        let p = triangle_pointer;
         let k = p.node_type().triangle_index()?;
         let o = *self.triangle_node_ordinal.get(p.address_64() as usize)?;
         (o != u32::MAX).then(|| 4 * o as usize + k)
@@ -99,32 +99,33 @@ impl BvhImage {
 
     /// Parent node pointer of a node (for stackless walk-back traversals), `None` for the
     /// root and for pointers that name no node of this image.
-    pub fn parent(&self, node_pointer: u32) -> Option<u32> {
-        let p = NodePointer::from_u32(node_pointer);
-        let parent = if p.node_type().is_box() {
+    pub fn parent(&self, node_pointer: NodePointer) -> Option<NodePointer> {
+        let p = node_pointer;
+        let parent = if p.is_box() {
             *self.box_parent.get(p.address_64() as usize)?
         } else {
             *self.slot_parent.get(self.slot_of(node_pointer)?)?
         };
-        (parent != NodePointer::INVALID).then_some(parent)
+        (!parent.is_invalid()).then_some(parent)
     }
 
     /// The triangle pointers a box child pointer stands for, in the order to test them:
     /// the pointer itself, except with leaf chains, where type k expands to the pointers of
     /// triangles k, k-1, ..., 0 of the same node. Empty for box and INVALID pointers.
-    pub fn leaf_triangles(&self, pointer: u32) -> impl Iterator<Item = u32> {
-        let k = if pointer == NodePointer::INVALID {
+    pub fn leaf_triangles(&self, pointer: NodePointer) -> impl Iterator<Item = NodePointer> {
+        let k = if pointer.is_invalid() {
             None
         } else {
-            NodePointer::from_u32(pointer).node_type().triangle_index()
+            pointer.node_type().triangle_index()
         };
         let (first, last) = match k {
             None => (1, 0),
             Some(k) if self.leaf_chains => (0, k as u32),
             Some(k) => (k as u32, k as u32),
         };
-        let base = pointer & !7;
-        (first..=last).rev().map(move |j| base | j)
+        (first..=last)
+            .rev()
+            .map(move |j| pointer.with_type(NodeType::triangle(j as usize)))
     }
 
     /// Number of 64-byte blocks (a box32 node counts two).
@@ -972,8 +973,8 @@ struct Layout {
     /// Box nodes (n) and triangle nodes (`PACK_ITEM | o`) in memory order.
     order: Vec<u32>,
     triangle_node_ordinal: Vec<u32>,
-    box_parent: Vec<u32>,
-    slot_parent: Vec<u32>,
+    box_parent: Vec<NodePointer>,
+    slot_parent: Vec<NodePointer>,
     /// Blocks in all (may exceed the 29-bit pointer range: checked by the caller).
     blocks: u64,
     max_depth: usize,
@@ -989,9 +990,9 @@ fn box_type(fp16: bool) -> NodeType {
 }
 
 /// A pointer, or INVALID past the 29-bit limit (reported once the layout is done).
-fn pointer(block: u64, ty: NodeType) -> u32 {
+fn pointer(block: u64, ty: NodeType) -> NodePointer {
     if block < 1 << 29 {
-        NodePointer::new(block, ty).to_u32()
+        NodePointer::new(block, ty)
     } else {
         NodePointer::INVALID
     }
@@ -1014,11 +1015,11 @@ fn layout_serial(
     let mut order: Vec<u32> = Vec::with_capacity(tree.nodes.len() + packs.len());
     let estimate = tree.nodes.len() + packs.len();
     let mut triangle_node_ordinal: Vec<u32> = Vec::with_capacity(estimate);
-    let mut box_parent: Vec<u32> = Vec::with_capacity(estimate);
+    let mut box_parent: Vec<NodePointer> = Vec::with_capacity(estimate);
     let mut slot_parent = vec![NodePointer::INVALID; 4 * packs.len()];
     let (mut max_depth, mut box_slots_used) = (0, 0);
     // Places box node n (with its parent's pointer and its depth); returns its pointer.
-    let mut place_node = |n: usize, parent: u32, depth: u32| {
+    let mut place_node = |n: usize, parent: NodePointer, depth: u32| {
         node_block[n] = next_block as u32;
         let here = pointer(next_block, box_type(fp16[n]));
         order.push(n as u32);
@@ -1162,8 +1163,8 @@ fn layout_depth_first(tree: &Tree4, packs: &Packing, fp16: &[bool], chains: bool
     let mut pack_block = vec![0u32; packs.len()];
     let mut order = vec![0u32; nodes.len() + packs.len()];
     let mut triangle_node_ordinal: Vec<u32> = vec![0; blocks];
-    let mut box_parent: Vec<u32> = vec![0; blocks];
-    let mut slot_parent: Vec<u32> = Vec::with_capacity(4 * packs.len());
+    let mut box_parent: Vec<NodePointer> = vec![NodePointer::from_u32(0); blocks];
+    let mut slot_parent: Vec<NodePointer> = Vec::with_capacity(4 * packs.len());
     slot_parent.resize(4 * packs.len(), NodePointer::INVALID);
     struct Run<'a> {
         first_node: usize,
@@ -1172,8 +1173,8 @@ fn layout_depth_first(tree: &Tree4, packs: &Packing, fp16: &[bool], chains: bool
         pack_block: &'a mut [u32],
         order: &'a mut [u32],
         triangle_node_ordinal: &'a mut [u32],
-        box_parent: &'a mut [u32],
-        slot_parent: &'a mut [u32],
+        box_parent: &'a mut [NodePointer],
+        slot_parent: &'a mut [NodePointer],
     }
     let mut runs = Vec::with_capacity(counts.len());
     {
@@ -1208,7 +1209,7 @@ fn layout_depth_first(tree: &Tree4, packs: &Packing, fp16: &[bool], chains: bool
     }
     let node_pointer = |n: usize| pointer(node_block[n] as u64, box_type(fp16[n]));
     // Per run: (max depth, used slots, slot-parent writes into earlier runs' packs).
-    type RunResult = (usize, usize, Vec<(usize, u32)>);
+    type RunResult = (usize, usize, Vec<(usize, NodePointer)>);
     let results: Vec<RunResult> = runs
         .into_par_iter()
         .map(|run| {
@@ -1353,14 +1354,13 @@ pub fn encode(
     let blocks = blocks as usize;
     debug_assert_eq!(box_parent.len(), blocks);
     let box_type = |n: usize| box_type(fp16[n]);
-    let node_pointer = |n: usize| NodePointer::new(node_block[n] as u64, box_type(n)).to_u32();
+    let node_pointer = |n: usize| NodePointer::new(node_block[n] as u64, box_type(n));
     let leaf_pointer = |l: u32| {
         let (p, k) = packs.place(l);
         NodePointer::new(
             pack_block[p as usize] as u64,
             NodeType::triangle(k as usize),
         )
-        .to_u32()
     };
 
     // Written once, in order, just below: fresh huge pages would cost more to fault in than

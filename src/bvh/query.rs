@@ -51,16 +51,20 @@ pub fn closest_hit_scalar(image: &BvhImage, mesh: &Mesh, ray: &Ray) -> Hit {
     let mut best_t = ray.tmax;
     let mut regs = ray_registers(ray);
     let mode = image.descriptor.triangle_return_mode;
-    let mut stack: Vec<u32> = Vec::with_capacity(64);
+    let mut stack: Vec<NodePointer> = Vec::with_capacity(64);
     stack.push(image.root);
+    let intersect = |pointer: NodePointer, regs: &RayRegisters| {
+        let memory = image.bytes.as_slice();
+        image_bvh_intersect_ray(memory, &image.descriptor, pointer.to_u32(), regs)
+    };
     while let Some(pointer) = stack.pop() {
         regs.extent = best_t;
-        let r = image_bvh_intersect_ray(image.bytes.as_slice(), &image.descriptor, pointer, &regs);
-        let ty = NodePointer::from_u32(pointer).node_type();
+        let r = intersect(pointer, &regs);
+        let ty = pointer.node_type();
         if ty.is_box() {
             // Sorted nearest first when sorting is on: push in reverse so the nearest pops first.
-            for &child in r.dwords.iter().rev() {
-                if child != NodePointer::INVALID {
+            for child in r.dwords.map(NodePointer::from_u32).into_iter().rev() {
+                if !child.is_invalid() {
                     stack.push(child);
                 }
             }
@@ -70,7 +74,7 @@ pub fn closest_hit_scalar(image: &BvhImage, mesh: &Mesh, ray: &Ray) -> Hit {
                 let r = if tri == pointer {
                     r
                 } else {
-                    image_bvh_intersect_ray(image.bytes.as_slice(), &image.descriptor, tri, &regs)
+                    intersect(tri, &regs)
                 };
                 if mode == TriangleReturnMode::TriangleId && r.dwords[3] == 0 {
                     continue;

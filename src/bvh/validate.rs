@@ -140,7 +140,7 @@ impl Walker<'_> {
                 Some(child),
                 format!(
                     "pointer {:#x} out of range ({} blocks of 64 bytes)",
-                    NodePointer::new(block as u64, ty).0,
+                    NodePointer::new(block as u64, ty).to_u32(),
                     n
                 ),
             );
@@ -165,7 +165,7 @@ impl Walker<'_> {
             } else {
                 format!(
                     "pointer {:#x} ({}) overlaps a node of another kind",
-                    NodePointer::new(block as u64, ty).0,
+                    NodePointer::new(block as u64, ty).to_u32(),
                     ty.name()
                 )
             };
@@ -175,13 +175,13 @@ impl Walker<'_> {
     }
 
     /// Validates the box node at `pointer` and returns the exact bounds below it.
-    fn visit_box(&mut self, pointer: u32, depth: usize) -> Bounds {
-        let p = NodePointer::from_u32(pointer);
+    fn visit_box(&mut self, pointer: NodePointer, depth: usize) -> Bounds {
+        let p = pointer;
         let ty = p.node_type();
-        let offset = p.address_64() * 64;
+        let offset = p.address_64() as u64 * 64;
         let at = (offset, ty);
         let o = offset as usize;
-        let (children, boxes): ([u32; 4], [Bounds; 4]) = if ty == NodeType::BoxF16 {
+        let (children, boxes): ([NodePointer; 4], [Bounds; 4]) = if ty == NodeType::BoxF16 {
             let n: BoxNodeF16 = bytemuck::pod_read_unaligned(&self.image.bytes[o..o + 64]);
             (n.children, std::array::from_fn(|i| n.child_box(i)))
         } else {
@@ -194,7 +194,7 @@ impl Walker<'_> {
             return total;
         }
         for (i, (&child, slot_box)) in children.iter().zip(boxes.iter()).enumerate() {
-            if child == NodePointer::INVALID {
+            if child.is_invalid() {
                 if !unhittable(slot_box) {
                     self.error(
                         Some(at),
@@ -211,7 +211,7 @@ impl Walker<'_> {
                     "box is NaN or inverted: the child can never be reached".into(),
                 );
             }
-            let cp = NodePointer::from_u32(child);
+            let cp = child;
             let cty = cp.node_type();
             let block = cp.address_64() as usize;
             let exact = match cty {
@@ -249,7 +249,7 @@ impl Walker<'_> {
                     // A leaf chain stands for several triangles of the node.
                     let mut b = EMPTY_BOUNDS;
                     let mut any = false;
-                    let tris: Vec<u32> = self.image.leaf_triangles(child).collect();
+                    let tris: Vec<NodePointer> = self.image.leaf_triangles(child).collect();
                     for tri in tris {
                         if let Some(tb) = self.visit_triangle(at, i, pointer, tri) {
                             union(&mut b, &tb);
@@ -302,10 +302,10 @@ impl Walker<'_> {
         &mut self,
         at: (u64, NodeType),
         i: usize,
-        parent: u32,
-        child: u32,
+        parent: NodePointer,
+        child: NodePointer,
     ) -> Option<Bounds> {
-        let cp = NodePointer::from_u32(child);
+        let cp = child;
         let k = cp.node_type().triangle_index().expect("a triangle type");
         let o = cp.address_64() as usize * 64;
         let node: TriangleNode = bytemuck::pod_read_unaligned(&self.image.bytes[o..o + 64]);
@@ -441,7 +441,7 @@ pub fn validate(image: &BvhImage, mesh: &Mesh) -> Vec<ValidationError> {
         w.error(None, None, "side tables do not match the image size".into());
         return w.errors;
     }
-    let root = NodePointer::from_u32(image.root);
+    let root = image.root;
     if !root.node_type().is_box() {
         w.error(
             None,

@@ -147,7 +147,7 @@ pub fn run(args: BvhArgs) -> Result<i32> {
             "repeat_build_encode_seconds": repeats,
             "dropped_nan_triangles": built.dropped_nan_triangles,
             "references": built.references,
-            "root": built.image.root,
+            "root": built.image.root.to_u32(),
             "descriptor": built.image.descriptor.to_dwords(),
             "metrics": m,
             "valid": errors.is_empty(),

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 use wavetrace::hw::{
-    image_bvh64_intersect_ray, BvhDescriptor, MappedMemory, NodePointer, NodeType, RayRegisters,
+    image_bvh64_intersect_ray, BvhDescriptor, MappedMemory, NodePointer64, NodeType, RayRegisters,
 };
 use wavetrace::outfile::write_atomic;
 use wavetrace::{Error, Result};
@@ -125,7 +125,7 @@ fn run_vectors(
             }
             Ok((object, vector)) => {
                 let memory = MappedMemory {
-                    va: NodePointer(vector.node_pointer)
+                    va: NodePointer64::from_u64(vector.node_pointer)
                         .fetch_address(vector.descriptor.base_address_256),
                     bytes: &vector.node,
                 };
@@ -222,7 +222,7 @@ fn parse_vector(o: &serde_json::Map<String, Value>) -> std::result::Result<Vecto
 
     let node_hex = string_field(o, "node")?;
     let node = hex_bytes(node_hex).map_err(|e| format!("field \"node\": {e}"))?;
-    let ty = NodePointer(node_pointer).node_type();
+    let ty = NodePointer64::from_u64(node_pointer).node_type();
     let need = ty.fetch_bytes();
     let size_ok = match ty {
         NodeType::User6 | NodeType::User7 => node.len() == 64 || node.len() == 128,

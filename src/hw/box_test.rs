@@ -110,12 +110,12 @@ pub fn child_boxes_f16(node: &BoxNodeF16) -> ChildBoxes {
 /// [`NodePointer::INVALID`], then (if `sort`) the sorting network. Child pointers of hits are
 /// returned verbatim (`semantics.md` 5.5, 5.6).
 pub fn intersect_box_node(
-    children: [u32; 4],
+    children: [NodePointer; 4],
     boxes: &ChildBoxes,
     ray: &BoxRay,
     box_grow_ulps: u8,
     sort: bool,
-) -> [u32; 4] {
+) -> [NodePointer; 4] {
     let grow = grow_factor(box_grow_ulps);
     let mut pointers = [NodePointer::INVALID; 4];
     let mut keys = [0.0f32; 4];
@@ -142,10 +142,10 @@ pub const SORT_NETWORK: [(usize, usize); 5] = [(0, 2), (1, 3), (0, 1), (2, 3), (
 /// slot a holds [`NodePointer::INVALID`] or (slot b is valid and `key[b] < key[a]`, strict).
 /// INVALID pointers therefore compare as larger than everything and end up last; keys of
 /// INVALID slots are never looked at. The network is not stable: equal keys can reorder.
-pub fn sort_children(mut pointers: [u32; 4], mut keys: [f32; 4]) -> [u32; 4] {
+pub fn sort_children(mut pointers: [NodePointer; 4], mut keys: [f32; 4]) -> [NodePointer; 4] {
     for &(a, b) in &SORT_NETWORK {
-        let a_invalid = pointers[a] == NodePointer::INVALID;
-        let b_valid = pointers[b] != NodePointer::INVALID;
+        let a_invalid = pointers[a].is_invalid();
+        let b_valid = !pointers[b].is_invalid();
         if a_invalid || (b_valid && keys[b] < keys[a]) {
             pointers.swap(a, b);
             keys.swap(a, b);

@@ -20,7 +20,7 @@ use super::a16::RayRegistersA16;
 use super::box_test::{child_boxes_f16, child_boxes_f32, intersect_box_node, BoxRay};
 use super::descriptor::{BvhDescriptor, TriangleReturnMode};
 use super::node::{BoxNodeF16, BoxNodeF32, TriangleNode};
-use super::pointer::{NodePointer, NodeType};
+use super::pointer::{NodePointer, NodePointer64, NodeType};
 use super::triangle::{barycentric_result, intersect_triangle, triangle_id_result, TRIANGLE_MISS};
 
 /// The ray VGPRs of one lane (A16 = 0): extent, origin, direction, inverse direction, in
@@ -112,7 +112,9 @@ impl NodeMemory for MappedMemory<'_> {
 /// use wavetrace::hw::{image_bvh_intersect_ray, BoxNodeF32, BvhDescriptor, LaneOutcome, RayRegisters};
 /// let unit = [0.0, 0.0, 0.0, 1.0, 1.0, 1.0];
 /// let far = [5.0, 0.0, 0.0, 6.0, 1.0, 1.0];
-/// let node = BoxNodeF32 { children: [0x10, 0x20, 0x30, 0x40], boxes: [far, unit, [9.0; 6], far], user: [0; 4] };
+/// use wavetrace::hw::NodePointer;
+/// let children = [0x10, 0x20, 0x30, 0x40].map(NodePointer::from_u32);
+/// let node = BoxNodeF32 { children, boxes: [far, unit, [9.0; 6], far], user: [0; 4] };
 /// let ray = RayRegisters {
 ///     extent: f32::INFINITY,
 ///     origin: [-1.0, 0.5, 0.5],
@@ -140,7 +142,7 @@ pub fn image_bvh64_intersect_ray<M: NodeMemory + ?Sized>(
     node_pointer: u64,
     ray: &RayRegisters,
 ) -> IntersectResult {
-    let pointer = NodePointer(node_pointer);
+    let pointer = NodePointer64::from_u64(node_pointer);
     let ty = pointer.node_type();
     let miss = miss_encoding(ty);
     let done = |dwords, outcome| IntersectResult { dwords, outcome };
@@ -169,10 +171,12 @@ pub fn image_bvh64_intersect_ray<M: NodeMemory + ?Sized>(
         NodeType::BoxF32 => {
             let node: BoxNodeF32 = pod_read_unaligned(bytes);
             intersect_box_node(node.children, &child_boxes_f32(&node), &box_ray, grow, sort)
+                .map(NodePointer::to_u32)
         }
         NodeType::BoxF16 => {
             let node: BoxNodeF16 = pod_read_unaligned(bytes);
             intersect_box_node(node.children, &child_boxes_f16(&node), &box_ray, grow, sort)
+                .map(NodePointer::to_u32)
         }
         _ => {
             let k = ty.triangle_index().expect("types 0-3 are triangles");
@@ -213,7 +217,7 @@ pub fn image_bvh64_intersect_ray_a16<M: NodeMemory + ?Sized>(
 pub const USER_NODE_RESULT: [u32; 4] = [0xFFFF_FFFF; 4];
 
 /// What a box node returns when no child is hit: four INVALID pointers (5.6).
-pub const BOX_MISS: [u32; 4] = [NodePointer::INVALID; 4];
+pub const BOX_MISS: [u32; 4] = [NodePointer::INVALID.to_u32(); 4];
 
 /// The miss encoding for a node type (section 12 "miss"): box and user `4 x 0xFFFFFFFF`,
 /// triangle `{+inf, 1.0, 0, 0}`.
@@ -228,7 +232,7 @@ pub fn miss_encoding(ty: NodeType) -> [u32; 4] {
 /// The descriptor's bounds check (`semantics.md` 3.3, section 12 choice): the node address
 /// (64-byte units) must not exceed `size_minus_one`; a box32 node also needs its second
 /// 64-byte half inside.
-pub fn in_bounds(descriptor: &BvhDescriptor, pointer: NodePointer) -> bool {
+pub fn in_bounds(descriptor: &BvhDescriptor, pointer: NodePointer64) -> bool {
     let address = pointer.address_64();
     let last = if pointer.node_type() == NodeType::BoxF32 {
         address.checked_add(1)

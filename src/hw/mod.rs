@@ -25,5 +25,5 @@ pub use instruction::{
 };
 pub use node::{BoxNodeF16, BoxNodeF32, TriangleNode, TRIANGLE_VERTICES};
 pub use peak::{ConsoleConfig, SERIES_S, SERIES_X};
-pub use pointer::{NodePointer, NodeType};
+pub use pointer::{NodePointer, NodePointer64, NodeType};
 pub use triangle::{intersect_triangle, TriangleTest, TRIANGLE_MISS};

@@ -5,6 +5,7 @@
 //! only need 4-byte alignment, so read them from byte images with
 //! [`bytemuck::pod_read_unaligned`].
 
+use super::pointer::NodePointer;
 use bytemuck::{Pod, Zeroable};
 use half::f16;
 use std::mem::{offset_of, size_of};
@@ -20,7 +21,7 @@ use std::mem::{offset_of, size_of};
 #[derive(Clone, Copy, Debug, PartialEq, Pod, Zeroable)]
 pub struct BoxNodeF32 {
     /// Bytes 15:0: child pointers, passed through verbatim by the instruction.
-    pub children: [u32; 4],
+    pub children: [NodePointer; 4],
     /// Bytes 111:16: per child `[min.x, min.y, min.z, max.x, max.y, max.z]`.
     pub boxes: [[f32; 6]; 4],
     /// Bytes 127:112: free for software.
@@ -37,7 +38,7 @@ pub struct BoxNodeF32 {
 #[derive(Clone, Copy, Debug, PartialEq, Pod, Zeroable)]
 pub struct BoxNodeF16 {
     /// Bytes 15:0: child pointers, passed through verbatim by the instruction.
-    pub children: [u32; 4],
+    pub children: [NodePointer; 4],
     /// Bytes 63:16: per child the binary16 bit patterns of
     /// `[min.x, min.y, min.z, max.x, max.y, max.z]`.
     pub boxes: [[u16; 6]; 4],

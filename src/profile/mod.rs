@@ -25,6 +25,7 @@ pub mod rays;
 use crate::bvh::{self, BoxFormat, BuildOptions, BvhImage, Mesh};
 use crate::counters::Counters;
 use crate::hw::peak::ConsoleConfig;
+use crate::hw::NodePointer;
 use crate::math::{Hit, Ray};
 use crate::traverse::short_stack::{ChildOrder, CountedTraversal, TrailStack, WalkBack};
 use crate::traverse::stream::{trace_stream, StreamStats};
@@ -454,7 +455,7 @@ fn run<const W: usize, T: CountedTraversal>(
     let cache = NodeCache::build(&memory, &image.descriptor, image.root);
     let intersector = WaveIntersector::new(memory, image.descriptor, Some(&cache));
     let triangles = mesh.len() as u32;
-    let prim_id = |ptr: u32, dwords: &[u32; 4]| {
+    let prim_id = |ptr: NodePointer, dwords: &[u32; 4]| {
         let p = image.primitive_id(ptr, dwords);
         if p < triangles {
             p

@@ -38,6 +38,7 @@ use super::{
 };
 use crate::counters::Counters;
 use crate::hw::instruction::{InactiveReason, LaneOutcome};
+use crate::hw::NodePointer;
 use crate::math::Ray;
 use crate::wave::intersector::LaneRay;
 use crate::wave::intersector::{box_query, TriangleBatch, TriangleRay};
@@ -159,7 +160,7 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
     #[inline(always)]
     pub(super) fn run_lane_alone(
         &self,
-        (lane, mut node): (&mut T::Lane, u32),
+        (lane, mut node): (&mut T::Lane, NodePointer),
         (regs, tri_ray, active): (&mut LaneRay, &TriangleRay, bool),
         hit: &mut LaneHit,
         (totals, untested): (&mut LaneTotals, &mut Vec<u32>),
@@ -177,16 +178,16 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
             steps += 1;
             // The direct lookups: a cached box node, else a mapped triangle node (types
             // 0-3); anything else takes the general path.
-            let boxed = (active && node & 6 == 4)
+            let boxed = (active && node.is_box())
                 .then(|| intersector.cached_box_of_box_pointer(node))
                 .flatten();
             let triangle = || {
-                (active && node & 4 == 0)
+                (active && node.is_triangle())
                     .then(|| intersector.mapped_triangle(node))
                     .flatten()
             };
             let next = if let Some(b) = boxed {
-                let mut children = [0u32; 4];
+                let mut children = [NodePointer::INVALID; 4];
                 let valid = box_query(b, regs, grow, sort, &mut children);
                 totals.box_queries += 1;
                 totals.aabb_useful += b.useful_slots() as u64;
@@ -194,7 +195,7 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
                 traversal.after_box_masked(lane, node, children, valid)
             } else if let Some(bytes) = triangle() {
                 batch.clear();
-                batch.push_prepared(bytes, (node & 3) as usize, tri_ray);
+                batch.push_prepared(bytes, node.triangle_index(), tri_ray);
                 let dwords = batch.run(mode)[0];
                 totals.triangle_tests += 1;
                 self.lane_after_triangle(lane, node, dwords, regs, hit, counters)
@@ -215,9 +216,9 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
                             deactivated: Some(reason),
                         };
                     }
-                    LaneOutcome::Tested if node & 6 == 4 => {
+                    LaneOutcome::Tested if node.is_box() => {
                         hit.clocks += 1;
-                        traversal.after_box(lane, node, dwords)
+                        traversal.after_box(lane, node, dwords.map(NodePointer::from_u32))
                     }
                     LaneOutcome::Tested => {
                         self.lane_after_triangle(lane, node, dwords, regs, hit, counters)
@@ -298,12 +299,12 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
     fn lane_after_triangle(
         &self,
         lane: &mut T::Lane,
-        node: u32,
+        node: NodePointer,
         dwords: [u32; 4],
         regs: &mut LaneRay,
         hit: &mut LaneHit,
         counters: &mut Counters,
-    ) -> Option<u32> {
+    ) -> Option<NodePointer> {
         hit.clocks += 1;
         if let Some(t) = hit.offer(node, dwords, || self.prim_id.primitive_id(node, &dwords)) {
             counters.trav_hits_accepted += 1;

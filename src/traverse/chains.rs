@@ -8,6 +8,7 @@
 
 use super::short_stack::{CountedTraversal, LaneEvents};
 use super::Traversal;
+use crate::hw::{NodePointer, NodeType};
 
 /// Walks leaf chains on top of any strategy `T`: after triangle k > 0 the lane asks for
 /// triangle k-1 of the same node; after triangle 0 (or any other node) `T` decides.
@@ -22,12 +23,17 @@ impl<T: Traversal> Traversal for LeafChains<T> {
     }
 
     #[inline(always)]
-    fn begin(&self, lane: &mut Self::Lane, root: u32) -> u32 {
+    fn begin(&self, lane: &mut Self::Lane, root: NodePointer) -> NodePointer {
         self.0.begin(lane, root)
     }
 
     #[inline(always)]
-    fn after_box(&self, lane: &mut Self::Lane, node: u32, children: [u32; 4]) -> Option<u32> {
+    fn after_box(
+        &self,
+        lane: &mut Self::Lane,
+        node: NodePointer,
+        children: [NodePointer; 4],
+    ) -> Option<NodePointer> {
         self.0.after_box(lane, node, children)
     }
 
@@ -35,10 +41,10 @@ impl<T: Traversal> Traversal for LeafChains<T> {
     fn after_box_masked(
         &self,
         lane: &mut Self::Lane,
-        node: u32,
-        children: [u32; 4],
+        node: NodePointer,
+        children: [NodePointer; 4],
         valid: u32,
-    ) -> Option<u32> {
+    ) -> Option<NodePointer> {
         self.0.after_box_masked(lane, node, children, valid)
     }
 
@@ -47,19 +53,19 @@ impl<T: Traversal> Traversal for LeafChains<T> {
     unsafe fn after_box_masked_avx(
         &self,
         lane: &mut Self::Lane,
-        node: u32,
-        children: [u32; 4],
+        node: NodePointer,
+        children: [NodePointer; 4],
         valid: u32,
-    ) -> Option<u32> {
+    ) -> Option<NodePointer> {
         // SAFETY: the caller guarantees AVX and `valid < 16`.
         unsafe { self.0.after_box_masked_avx(lane, node, children, valid) }
     }
 
     #[inline(always)]
-    fn after_leaf(&self, lane: &mut Self::Lane, node: u32) -> Option<u32> {
-        // Types 1-3: the next triangle down in the same node (type bits 2:0 minus one).
-        if node & 4 == 0 && node & 3 != 0 {
-            Some(node - 1)
+    fn after_leaf(&self, lane: &mut Self::Lane, node: NodePointer) -> Option<NodePointer> {
+        // Types 1-3: the next triangle down in the same node.
+        if node.is_triangle() && node.triangle_index() != 0 {
+            Some(node.with_type(NodeType::triangle(node.triangle_index() - 1)))
         } else {
             self.0.after_leaf(lane, node)
         }
@@ -81,22 +87,23 @@ impl<T: CountedTraversal> CountedTraversal for LeafChains<T> {
 mod tests {
     use super::*;
     use crate::traverse::FullStack;
+    use crate::traverse::RawSteps;
 
     #[test]
     fn walks_down_to_triangle_zero_then_pops() {
         let t = LeafChains(FullStack);
         let mut lane = Default::default();
-        assert_eq!(t.begin(&mut lane, 0x45), 0x45);
+        assert_eq!(t.begin_raw(&mut lane, 0x45), 0x45);
         // Box: go to 0x83 (triangle 3 of block 0x10), keep 0x44 on the stack.
         assert_eq!(
-            t.after_box(&mut lane, 0x45, [0x83, 0x44, u32::MAX, u32::MAX]),
+            t.after_box_raw(&mut lane, 0x45, [0x83, 0x44, u32::MAX, u32::MAX]),
             Some(0x83)
         );
-        assert_eq!(t.after_leaf(&mut lane, 0x83), Some(0x82));
-        assert_eq!(t.after_leaf(&mut lane, 0x82), Some(0x81));
-        assert_eq!(t.after_leaf(&mut lane, 0x81), Some(0x80));
-        assert_eq!(t.after_leaf(&mut lane, 0x80), Some(0x44));
+        assert_eq!(t.after_leaf_raw(&mut lane, 0x83), Some(0x82));
+        assert_eq!(t.after_leaf_raw(&mut lane, 0x82), Some(0x81));
+        assert_eq!(t.after_leaf_raw(&mut lane, 0x81), Some(0x80));
+        assert_eq!(t.after_leaf_raw(&mut lane, 0x80), Some(0x44));
         // A user node (type 7) is not a chain.
-        assert_eq!(t.after_leaf(&mut lane, 0x47), None);
+        assert_eq!(t.after_leaf_raw(&mut lane, 0x47), None);
     }
 }

@@ -25,11 +25,11 @@ pub use tracer::{Schedule, SimdPath, Strategy, WaveTracer, WaveTracerConfig};
 /// Maps an accepted triangle (its pointer and the instruction's four dwords) to the
 /// application's primitive id (`u32::MAX` for none).
 pub trait PrimitiveIds: Send + Sync {
-    fn primitive_id(&self, triangle_pointer: u32, dwords: &[u32; 4]) -> u32;
+    fn primitive_id(&self, triangle_pointer: NodePointer, dwords: &[u32; 4]) -> u32;
 }
 
-impl<F: Fn(u32, &[u32; 4]) -> u32 + Send + Sync> PrimitiveIds for F {
-    fn primitive_id(&self, triangle_pointer: u32, dwords: &[u32; 4]) -> u32 {
+impl<F: Fn(NodePointer, &[u32; 4]) -> u32 + Send + Sync> PrimitiveIds for F {
+    fn primitive_id(&self, triangle_pointer: NodePointer, dwords: &[u32; 4]) -> u32 {
         self(triangle_pointer, dwords)
     }
 }
@@ -37,10 +37,10 @@ impl<F: Fn(u32, &[u32; 4]) -> u32 + Send + Sync> PrimitiveIds for F {
 use crate::counters::Counters;
 use crate::hw::descriptor::TriangleReturnMode;
 use crate::hw::instruction::LaneOutcome;
-use crate::hw::pointer::{NodePointer, NodeType};
+use crate::hw::pointer::NodePointer;
 use crate::math::{Hit, Ray};
 use crate::wave::intersector::{
-    box_query, LaneRay, RayColumns, TriangleBatch, TriangleRay, BATCH_LANES, INVALID, LANES,
+    box_query, LaneRay, RayColumns, TriangleBatch, TriangleRay, BATCH_LANES, LANES,
 };
 #[cfg(target_arch = "x86_64")]
 use crate::wave::intersector::{
@@ -63,11 +63,16 @@ pub trait Traversal: Sync {
     fn name(&self) -> &'static str;
 
     /// Resets `lane` for a new ray; returns the first node to ask for.
-    fn begin(&self, lane: &mut Self::Lane, root: u32) -> u32;
+    fn begin(&self, lane: &mut Self::Lane, root: NodePointer) -> NodePointer;
 
     /// The lane's box query returned `children` (nearest first when sorting is on, invalid
     /// pointers as 0xFFFFFFFF). Returns the next node, or `None` when the lane is done.
-    fn after_box(&self, lane: &mut Self::Lane, node: u32, children: [u32; 4]) -> Option<u32>;
+    fn after_box(
+        &self,
+        lane: &mut Self::Lane,
+        node: NodePointer,
+        children: [NodePointer; 4],
+    ) -> Option<NodePointer>;
 
     /// [`Traversal::after_box`] when the caller knows which entries of `children` are valid
     /// (bit c set = `children[c]` is a child), as the SIMD box test does.
@@ -75,10 +80,10 @@ pub trait Traversal: Sync {
     fn after_box_masked(
         &self,
         lane: &mut Self::Lane,
-        node: u32,
-        children: [u32; 4],
+        node: NodePointer,
+        children: [NodePointer; 4],
         _valid: u32,
-    ) -> Option<u32> {
+    ) -> Option<NodePointer> {
         self.after_box(lane, node, children)
     }
 
@@ -92,16 +97,16 @@ pub trait Traversal: Sync {
     unsafe fn after_box_masked_avx(
         &self,
         lane: &mut Self::Lane,
-        node: u32,
-        children: [u32; 4],
+        node: NodePointer,
+        children: [NodePointer; 4],
         valid: u32,
-    ) -> Option<u32> {
+    ) -> Option<NodePointer> {
         self.after_box_masked(lane, node, children, valid)
     }
 
     /// The lane's leaf (triangle, user node, or a node that failed) is done. Returns the next
     /// node, or `None` when the lane is done.
-    fn after_leaf(&self, lane: &mut Self::Lane, node: u32) -> Option<u32>;
+    fn after_leaf(&self, lane: &mut Self::Lane, node: NodePointer) -> Option<NodePointer>;
 
     /// Current stack depth (entries), for `trav.max_stack_depth`.
     fn stack_depth(&self, lane: &Self::Lane) -> usize;
@@ -121,6 +126,28 @@ pub trait Traversal: Sync {
     }
 }
 
+/// A strategy driven with raw pointer bits, for unit tests that name nodes by small numbers.
+#[cfg(test)]
+pub(crate) trait RawSteps: Traversal {
+    fn begin_raw(&self, lane: &mut Self::Lane, root: u32) -> u32 {
+        self.begin(lane, NodePointer::from_u32(root)).to_u32()
+    }
+
+    fn after_box_raw(&self, lane: &mut Self::Lane, node: u32, children: [u32; 4]) -> Option<u32> {
+        let children = children.map(NodePointer::from_u32);
+        self.after_box(lane, NodePointer::from_u32(node), children)
+            .map(NodePointer::to_u32)
+    }
+
+    fn after_leaf_raw(&self, lane: &mut Self::Lane, node: u32) -> Option<u32> {
+        self.after_leaf(lane, NodePointer::from_u32(node))
+            .map(NodePointer::to_u32)
+    }
+}
+
+#[cfg(test)]
+impl<T: Traversal> RawSteps for T {}
+
 /// Closest hit or any hit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Query {
@@ -138,7 +165,7 @@ pub struct LaneHit {
     /// Current closest t (initially `tmax`); passed to the instruction as the extent.
     pub best_t: f32,
     /// Pointer and dwords of the accepted triangle, if any.
-    pub best: Option<(u32, [u32; 4])>,
+    pub best: Option<(NodePointer, [u32; 4])>,
     /// Primitive id of the accepted triangle.
     pub best_prim: u32,
     /// TD clocks this lane's ray cost. The lockstep wave loop sets it when the lane retires,
@@ -171,7 +198,7 @@ impl LaneHit {
     #[inline]
     pub fn offer(
         &mut self,
-        node: u32,
+        node: NodePointer,
         dwords: [u32; 4],
         prim_id: impl FnOnce() -> u32,
     ) -> Option<f32> {
@@ -232,7 +259,7 @@ pub fn lane_ray(ray: &Ray) -> LaneRay {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct LaneOutput {
     /// Accepted triangle pointer and dwords, if any.
-    pub best: Option<(u32, [u32; 4])>,
+    pub best: Option<(NodePointer, [u32; 4])>,
     /// Its primitive id.
     pub prim_id: u32,
     /// Closest t (meaningful only with `best`).
@@ -246,7 +273,7 @@ pub struct LaneOutput {
 pub struct WaveRun<'a, T, P: ?Sized> {
     pub intersector: &'a WaveIntersector<'a>,
     pub traversal: &'a T,
-    pub root: u32,
+    pub root: NodePointer,
     pub prim_id: &'a P,
     pub query: Query,
 }
@@ -393,7 +420,7 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
         // instruction in each (`LaneHit::clocks`).
         let mut steps = 0u32;
         // Each box lane's result in the current step: children and valid mask.
-        let mut box_results = [([0u32; 4], 0u32); H];
+        let mut box_results = [([NodePointer::INVALID; 4], 0u32); H];
         // Tests the gathered triangle lanes and lets each consume its result.
         macro_rules! flush {
             () => {
@@ -561,7 +588,7 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
                     parting &= !(0xff << first);
                     let node = wave.node[first];
                     if (exec >> first) & 0xff == 0xff
-                        && node & 4 == 0
+                        && node.is_triangle()
                         && intersector.mapped_triangle(node).is_some()
                     {
                         let trav = &mut wave.state[first].trav;
@@ -590,7 +617,8 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
                     let j = box_lanes.trailing_zeros() as usize;
                     let node_j = wave.node[j];
                     if let Some(b_j) = intersector.cached_box_of_box_pointer(node_j) {
-                        let (mut ci, mut cj) = ([0u32; 4], [0u32; 4]);
+                        let (mut ci, mut cj) =
+                            ([NodePointer::INVALID; 4], [NodePointer::INVALID; 4]);
                         let rays = [&wave.ray[i], &wave.ray[j]];
                         let finite = (finite_slopes >> i) & (finite_slopes >> j) & 1 == 1;
                         // SAFETY: AVX2 is set only where the CPU has AVX2 (see above).
@@ -605,7 +633,7 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
                         }
                     }
                 }
-                let mut children = [0u32; 4];
+                let mut children = [NodePointer::INVALID; 4];
                 let valid = box_query(b, &wave.ray[i], grow, sort, &mut children);
                 record!(i, b, children, valid);
             }
@@ -645,7 +673,7 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
                     let Some(bytes) = intersector.mapped_triangle(node) else {
                         continue;
                     };
-                    let k = (node & 3) as usize;
+                    let k = node.triangle_index();
                     // SAFETY: AVX2, and this is its build of the loop (see above); `columns`
                     // has the eight lanes' registers (set when they started).
                     let dwords = unsafe { triangle_query_eight(bytes, k, columns, first, mode) };
@@ -667,9 +695,12 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
                 let i = exec.trailing_zeros() as usize;
                 exec &= exec - 1;
                 let node = wave.node[i];
-                if let Some(bytes) = intersector.mapped_triangle(node).filter(|_| node & 4 == 0) {
+                if let Some(bytes) = intersector
+                    .mapped_triangle(node)
+                    .filter(|_| node.is_triangle())
+                {
                     batch.lanes[batch.tests.len()] = (i, node);
-                    let (tri_ray, k) = (&wave.state[i].triangle_ray, (node & 3) as usize);
+                    let (tri_ray, k) = (&wave.state[i].triangle_ray, node.triangle_index());
                     #[cfg(target_arch = "x86_64")]
                     if AVX2 {
                         // SAFETY: AVX2 (so AVX) is set only where the CPU has AVX2, and this
@@ -701,9 +732,10 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
                         retire(wave, i, LaneStatus::Deactivated(reason), steps);
                         continue;
                     }
-                    LaneOutcome::Tested if node & 6 == 4 => {
+                    LaneOutcome::Tested if node.is_box() => {
                         let lane = &mut wave.state[i];
-                        let next = traversal.after_box(&mut lane.trav, node, dwords);
+                        let children = dwords.map(NodePointer::from_u32);
+                        let next = traversal.after_box(&mut lane.trav, node, children);
                         max_depth = max_depth.max(traversal.stack_depth(&lane.trav));
                         go_on(wave, intersector, i, next, steps);
                     }
@@ -759,20 +791,20 @@ const TAIL_LANES: u32 = 2;
 /// Bit i set = `nodes[i]` is a box pointer (type 4 or 5): four lanes per vector compare
 /// (the scalar loop costs about four host instructions a lane, on every step of a wave).
 #[inline(always)]
-fn box_pointer_mask(nodes: &[u32]) -> u64 {
+fn box_pointer_mask(nodes: &[NodePointer]) -> u64 {
     debug_assert!(nodes.len() <= 64);
     let (six, four) = (u32x4::splat(6), u32x4::splat(4));
     let chunks = nodes.chunks_exact(4);
     let rest = chunks.remainder();
     let mut mask = 0u64;
     for (c, chunk) in chunks.enumerate() {
-        let v = u32x4::new([chunk[0], chunk[1], chunk[2], chunk[3]]);
+        let v = u32x4::new(std::array::from_fn(|k| chunk[k].to_u32()));
         let m = (v & six).simd_eq(four).to_bitmask();
         mask |= (m as u64) << (4 * c);
     }
     let base = nodes.len() - rest.len();
     for (i, node) in rest.iter().enumerate() {
-        mask |= ((node & 6 == 4) as u64) << (base + i);
+        mask |= (node.is_box() as u64) << (base + i);
     }
     mask
 }
@@ -784,7 +816,7 @@ fn box_pointer_mask(nodes: &[u32]) -> u64 {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 #[inline]
-unsafe fn box_pointer_mask_avx2(nodes: &[u32]) -> u64 {
+unsafe fn box_pointer_mask_avx2(nodes: &[NodePointer]) -> u64 {
     use core::arch::x86_64::*;
     debug_assert!(nodes.len() <= 64 && nodes.len().is_multiple_of(8));
     let (six, four) = (_mm256_set1_epi32(6), _mm256_set1_epi32(4));
@@ -825,12 +857,12 @@ fn count_wave(counters: &mut Counters, width: usize, rays: usize) {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 #[inline]
-unsafe fn eight_lanes_at_one_node(nodes: &[u32], first: usize) -> bool {
+unsafe fn eight_lanes_at_one_node(nodes: &[NodePointer], first: usize) -> bool {
     use core::arch::x86_64::*;
-    let eight: &[u32; 8] = nodes[first..first + 8].try_into().expect("eight lanes");
+    let eight: &[NodePointer; 8] = nodes[first..first + 8].try_into().expect("eight lanes");
     // SAFETY: an unaligned 32-byte load of the eight u32 of `eight`.
     let v = unsafe { _mm256_loadu_si256(eight.as_ptr() as *const __m256i) };
-    let equal = _mm256_cmpeq_epi32(v, _mm256_set1_epi32(eight[0] as i32));
+    let equal = _mm256_cmpeq_epi32(v, _mm256_set1_epi32(eight[0].to_u32() as i32));
     _mm256_movemask_ps(_mm256_castsi256_ps(equal)) == 0xff
 }
 
@@ -840,7 +872,7 @@ unsafe fn eight_lanes_at_one_node(nodes: &[u32], first: usize) -> bool {
 #[inline(always)]
 fn eight_ordered_boxes<'a>(
     intersector: &WaveIntersector<'a>,
-    nodes: &[u32],
+    nodes: &[NodePointer],
     first: usize,
 ) -> Option<([&'a DecodedBox; 8], u32)> {
     let b0 = intersector.cached_box_of_box_pointer(nodes[first])?;
@@ -859,7 +891,7 @@ fn eight_ordered_boxes<'a>(
 #[derive(Default)]
 struct Gathered {
     tests: TriangleBatch,
-    lanes: [(usize, u32); BATCH_LANES],
+    lanes: [(usize, NodePointer); BATCH_LANES],
     shared: SharedPops,
 }
 
@@ -867,7 +899,7 @@ struct Gathered {
 /// to the instruction, which deactivates the lane). Returns whether the lane is on.
 pub(crate) fn start_lane<const W: usize, T: Traversal>(
     traversal: &T,
-    root: u32,
+    root: NodePointer,
     wave: &mut Wave<W, LaneState<T::Lane>>,
     i: usize,
     ray: &Ray,
@@ -887,7 +919,7 @@ pub(crate) fn start_lane<const W: usize, T: Traversal>(
 #[inline(never)]
 unsafe fn start_lane_avx2<const W: usize, T: Traversal>(
     traversal: &T,
-    root: u32,
+    root: NodePointer,
     wave: &mut Wave<W, LaneState<T::Lane>>,
     i: usize,
     ray: &Ray,
@@ -913,7 +945,7 @@ unsafe fn start_lane_avx2<const W: usize, T: Traversal>(
 #[inline(never)]
 unsafe fn start_eight_lanes_avx2<const W: usize, T: Traversal>(
     traversal: &T,
-    root: u32,
+    root: NodePointer,
     wave: &mut Wave<W, LaneState<T::Lane>>,
     first: usize,
     rays: &[Ray; 8],
@@ -1073,7 +1105,7 @@ pub(crate) struct LaneStart {
 #[inline(always)]
 pub(crate) fn start_lane_checked<const W: usize, T: Traversal>(
     traversal: &T,
-    root: u32,
+    root: NodePointer,
     wave: &mut Wave<W, LaneState<T::Lane>>,
     i: usize,
     ray: &Ray,
@@ -1147,7 +1179,7 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
     fn after_triangle<const W: usize>(
         &self,
         wave: &mut Wave<W, LaneState<T::Lane>>,
-        (i, node): (usize, u32),
+        (i, node): (usize, NodePointer),
         dwords: [u32; 4],
         (max_depth, steps): (&mut usize, u32),
         (sharing, columns): (&SharedPops, &mut RayColumns),
@@ -1184,7 +1216,7 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
 #[derive(Default)]
 struct SharedPops {
     lanes: u64,
-    next: [Option<u32>; 8],
+    next: [Option<NodePointer>; 8],
 }
 
 /// Lane `i` asks for `next`, or finishes (having issued `steps` steps).
@@ -1193,7 +1225,7 @@ fn go_on<const W: usize, L>(
     wave: &mut Wave<W, LaneState<L>>,
     intersector: &WaveIntersector,
     i: usize,
-    next: Option<u32>,
+    next: Option<NodePointer>,
     steps: u32,
 ) {
     match next {
@@ -1240,21 +1272,10 @@ pub fn hit_from_dwords(t: f32, prim_id: u32, dwords: [u32; 4], barycentrics: boo
     }
 }
 
-/// Whether `p` is a child pointer (not the invalid value).
-#[inline]
-pub fn is_child(p: u32) -> bool {
-    p != INVALID
-}
-
-/// The node type of a pointer (convenience for strategies).
-#[inline]
-pub fn node_type(p: u32) -> NodeType {
-    NodePointer::from_u32(p).node_type()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::hw::NodeType;
 
     /// Eight lanes started at once are the eight lanes `start_lane_checked` starts one by one:
     /// the same registers, node, status, exec bits, hit bookkeeping, triangle set-up, stack
@@ -1282,7 +1303,7 @@ mod tests {
         let (mut eight, mut fallback) = (0u32, 0u32);
         let mut got = Wave::<64, LaneState<StackLane>>::new(0);
         let mut want = Wave::<64, LaneState<StackLane>>::new(0);
-        let root = 0x0000_0105;
+        let root = NodePointer::from_u32(0x0000_0105);
         for case in 0..20_000u32 {
             let first = 8 * (case as usize % 8);
             let mut rays = [Ray::new(glam::Vec3::ZERO, glam::Vec3::ONE, 0.0, 1.0); 8];
@@ -1420,6 +1441,7 @@ mod tests {
             f32::from_bits(1),
         ];
         let mut wave = Wave::<32, LaneState<StackLane>>::new(0);
+        let start = NodePointer::from_u32(0x1234_5678);
         let (mut started, mut rejected, mut slopes_flagged) = (0, 0, 0);
         for field in 0..8 {
             for (k, &special) in specials.iter().enumerate() {
@@ -1432,7 +1454,7 @@ mod tests {
                     tmax: v[7],
                 };
                 let i = (field * specials.len() + k) % 32;
-                let verdict = start_lane_checked(&FullStack, 0x1234_5678, &mut wave, i, &ray);
+                let verdict = start_lane_checked(&FullStack, start, &mut wave, i, &ray);
                 let should_start = ray.tmin <= ray.tmax || ray.tmax.is_nan();
                 assert_eq!(verdict.is_some(), should_start, "{ray:?}");
                 let Some(LaneStart {
@@ -1467,7 +1489,7 @@ mod tests {
                 let bits4 = |v: [f32; 4]| v.map(f32::to_bits);
                 assert_eq!(bits4(tri.origin), bits4(prepared.origin));
                 assert_eq!(bits4(tri.dir), bits4(prepared.dir));
-                assert_eq!(wave.node[i], 0x1234_5678);
+                assert_eq!(wave.node[i], start);
                 assert!(wave.exec & 1 << i != 0);
             }
         }
@@ -1489,16 +1511,16 @@ mod tests {
         let mut state = 0x9e37_79b9u32;
         for len in [0usize, 1, 3, 4, 7, 32, 61, 64] {
             for _ in 0..200 {
-                let nodes: Vec<u32> = (0..len)
+                let nodes: Vec<NodePointer> = (0..len)
                     .map(|_| {
                         state ^= state << 13;
                         state ^= state >> 17;
                         state ^= state << 5;
-                        state
+                        NodePointer::from_u32(state)
                     })
                     .collect();
                 let expected = nodes.iter().enumerate().fold(0u64, |m, (i, &p)| {
-                    let ty = NodePointer::from_u32(p).node_type();
+                    let ty = p.node_type();
                     m | ((matches!(ty, NodeType::BoxF32 | NodeType::BoxF16) as u64) << i)
                 });
                 assert_eq!(box_pointer_mask(&nodes), expected, "len {len}");

@@ -27,8 +27,9 @@
 //! third one disappears. The profiler's correctness guard would report a variant that gets
 //! a hit wrong this way.
 
-use super::{is_child, node_type, Traversal};
+use super::Traversal;
 use crate::bvh::BvhImage;
+use crate::hw::NodePointer;
 use std::collections::VecDeque;
 
 /// The order in which a lane visits the children a box query returned.
@@ -44,15 +45,15 @@ pub struct ChildOrder {
 /// A valid child with its rank (see the module docs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Ranked {
-    pub ptr: u32,
+    pub ptr: NodePointer,
     pub rank: u8,
 }
 
 /// The valid children of a box result in visit order, with their ranks; returns the count.
 #[inline]
-pub fn rank(children: [u32; 4], order: ChildOrder) -> ([Ranked; 4], usize) {
+pub fn rank(children: [NodePointer; 4], order: ChildOrder) -> ([Ranked; 4], usize) {
     let mut out = [Ranked {
-        ptr: u32::MAX,
+        ptr: NodePointer::INVALID,
         rank: u8::MAX,
     }; 4];
     let mut n = 0;
@@ -64,10 +65,10 @@ pub fn rank(children: [u32; 4], order: ChildOrder) -> ([Ranked; 4], usize) {
     for (class, &want_box) in classes.iter().enumerate() {
         let mut position = 0u8;
         for (slot, &c) in children.iter().enumerate() {
-            if !is_child(c) {
+            if c.is_invalid() {
                 continue;
             }
-            if order.leaf_first && node_type(c).is_box() != want_box {
+            if order.leaf_first && c.is_box() != want_box {
                 continue;
             }
             let within = if order.sorted { position } else { slot as u8 };
@@ -115,7 +116,7 @@ impl CountedTraversal for super::FullStack {}
 /// One pending sibling on a trail lane's short stack.
 #[derive(Clone, Copy, Debug)]
 struct TrailEntry {
-    ptr: u32,
+    ptr: NodePointer,
     /// Depth of the node (its parent is at `depth - 1`).
     depth: u32,
     rank: u8,
@@ -143,13 +144,13 @@ pub struct TrailLane {
     /// During a restart: the level where the next child is taken.
     restart_to: Option<u32>,
     stack: VecDeque<TrailEntry>,
-    root: u32,
+    root: NodePointer,
     events: LaneEvents,
 }
 
 impl TrailStack {
     /// Takes `list[i]` as the child at level `d` and pushes the ones after it.
-    fn descend(&self, lane: &mut TrailLane, d: u32, list: &[Ranked], i: usize) -> u32 {
+    fn descend(&self, lane: &mut TrailLane, d: u32, list: &[Ranked], i: usize) -> NodePointer {
         let last = i + 1 == list.len();
         lane.trail.truncate(d as usize);
         lane.trail.push(list[i].rank | if last { LAST } else { 0 });
@@ -187,7 +188,7 @@ impl TrailStack {
     }
 
     /// The subtree of the node at depth `done` is finished: the next node, or `None`.
-    fn pop(&self, lane: &mut TrailLane, done: u32) -> Option<u32> {
+    fn pop(&self, lane: &mut TrailLane, done: u32) -> Option<NodePointer> {
         lane.restart_to = None;
         if let Some(e) = lane.stack.pop_back() {
             lane.trail.truncate(e.depth as usize - 1);
@@ -213,7 +214,7 @@ impl Traversal for TrailStack {
         "trail-stack"
     }
 
-    fn begin(&self, lane: &mut TrailLane, root: u32) -> u32 {
+    fn begin(&self, lane: &mut TrailLane, root: NodePointer) -> NodePointer {
         lane.trail.clear();
         lane.stack.clear();
         lane.depth = 0;
@@ -222,7 +223,12 @@ impl Traversal for TrailStack {
         root
     }
 
-    fn after_box(&self, lane: &mut TrailLane, _node: u32, children: [u32; 4]) -> Option<u32> {
+    fn after_box(
+        &self,
+        lane: &mut TrailLane,
+        _node: NodePointer,
+        children: [NodePointer; 4],
+    ) -> Option<NodePointer> {
         let (list, n) = rank(children, self.order);
         let list = &list[..n];
         let d = lane.depth;
@@ -254,7 +260,7 @@ impl Traversal for TrailStack {
         Some(self.descend(lane, d, list, 0))
     }
 
-    fn after_leaf(&self, lane: &mut TrailLane, _node: u32) -> Option<u32> {
+    fn after_leaf(&self, lane: &mut TrailLane, _node: NodePointer) -> Option<NodePointer> {
         let d = lane.depth;
         self.pop(lane, d)
     }
@@ -283,11 +289,11 @@ pub struct WalkBack<'a> {
 /// A [`WalkBack`] lane.
 #[derive(Clone, Debug, Default)]
 pub struct WalkBackLane {
-    stack: VecDeque<u32>,
+    stack: VecDeque<NodePointer>,
     /// An entry was dropped since the ray began: underflow walks back instead of ending.
     overflowed: bool,
     /// Walking back: the node whose subtree is finished (the lane asked for its parent).
-    from: Option<u32>,
+    from: Option<NodePointer>,
     events: LaneEvents,
 }
 
@@ -303,7 +309,7 @@ impl<'a> WalkBack<'a> {
         }
     }
 
-    fn push(&self, lane: &mut WalkBackLane, ptr: u32) {
+    fn push(&self, lane: &mut WalkBackLane, ptr: NodePointer) {
         if lane.stack.len() == self.capacity {
             lane.overflowed = true;
             lane.events.dropped += 1;
@@ -316,7 +322,7 @@ impl<'a> WalkBack<'a> {
     }
 
     /// Goes on with `list[i]`, pushing the children after it.
-    fn take(&self, lane: &mut WalkBackLane, list: &[Ranked], i: usize) -> u32 {
+    fn take(&self, lane: &mut WalkBackLane, list: &[Ranked], i: usize) -> NodePointer {
         for r in list[i + 1..].iter().rev() {
             self.push(lane, r.ptr);
         }
@@ -324,7 +330,7 @@ impl<'a> WalkBack<'a> {
     }
 
     /// The subtree of `done` is finished: pop, walk back, or end.
-    fn next_after(&self, lane: &mut WalkBackLane, done: u32) -> Option<u32> {
+    fn next_after(&self, lane: &mut WalkBackLane, done: NodePointer) -> Option<NodePointer> {
         if let Some(p) = lane.stack.pop_back() {
             return Some(p);
         }
@@ -334,7 +340,7 @@ impl<'a> WalkBack<'a> {
         self.walk_up(lane, done)
     }
 
-    fn walk_up(&self, lane: &mut WalkBackLane, from: u32) -> Option<u32> {
+    fn walk_up(&self, lane: &mut WalkBackLane, from: NodePointer) -> Option<NodePointer> {
         lane.events.parent_reads += 1;
         let parent = self.image.parent(from)?;
         lane.events.restarts += 1;
@@ -350,14 +356,19 @@ impl Traversal for WalkBack<'_> {
         "walk-back"
     }
 
-    fn begin(&self, lane: &mut WalkBackLane, root: u32) -> u32 {
+    fn begin(&self, lane: &mut WalkBackLane, root: NodePointer) -> NodePointer {
         lane.stack.clear();
         lane.overflowed = false;
         lane.from = None;
         root
     }
 
-    fn after_box(&self, lane: &mut WalkBackLane, node: u32, children: [u32; 4]) -> Option<u32> {
+    fn after_box(
+        &self,
+        lane: &mut WalkBackLane,
+        node: NodePointer,
+        children: [NodePointer; 4],
+    ) -> Option<NodePointer> {
         let (list, n) = rank(children, self.order);
         let list = &list[..n];
         if let Some(from) = lane.from.take() {
@@ -366,10 +377,9 @@ impl Traversal for WalkBack<'_> {
                 Some(i) => i + 1,
                 // No longer hit: everything after it in sorted order is farther and gone
                 // too; with leaf-first, a culled leaf still leaves the box children.
-                None if self.order.leaf_first && !node_type(from).is_box() => list
-                    .iter()
-                    .position(|r| node_type(r.ptr).is_box())
-                    .unwrap_or(n),
+                None if self.order.leaf_first && !from.is_box() => {
+                    list.iter().position(|r| r.ptr.is_box()).unwrap_or(n)
+                }
                 None => n,
             };
             return if next < n {
@@ -384,7 +394,7 @@ impl Traversal for WalkBack<'_> {
         Some(self.take(lane, list, 0))
     }
 
-    fn after_leaf(&self, lane: &mut WalkBackLane, node: u32) -> Option<u32> {
+    fn after_leaf(&self, lane: &mut WalkBackLane, node: NodePointer) -> Option<NodePointer> {
         self.next_after(lane, node)
     }
 
@@ -402,19 +412,19 @@ impl CountedTraversal for WalkBack<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::hw::pointer::{NodePointer, NodeType};
+    use crate::hw::pointer::NodeType;
 
-    const I: u32 = u32::MAX;
+    const I: NodePointer = NodePointer::INVALID;
 
-    fn boxp(a: u64) -> u32 {
-        NodePointer::new(a, NodeType::BoxF32).to_u32()
+    fn boxp(a: u64) -> NodePointer {
+        NodePointer::new(a, NodeType::BoxF32)
     }
 
-    fn tri(a: u64) -> u32 {
-        NodePointer::new(a, NodeType::Triangle0).to_u32()
+    fn tri(a: u64) -> NodePointer {
+        NodePointer::new(a, NodeType::Triangle0)
     }
 
-    fn ranks(children: [u32; 4], sorted: bool, leaf_first: bool) -> Vec<(u32, u8)> {
+    fn ranks(children: [NodePointer; 4], sorted: bool, leaf_first: bool) -> Vec<(NodePointer, u8)> {
         let (list, n) = rank(children, ChildOrder { sorted, leaf_first });
         list[..n].iter().map(|r| (r.ptr, r.rank)).collect()
     }

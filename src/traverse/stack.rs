@@ -6,7 +6,8 @@
 //! when a deeper tree needs it), so the inner loop does not allocate once warmed up; a push
 //! after a sorted box result is one four-slot write.
 
-use super::{is_child, Traversal};
+use super::Traversal;
+use crate::hw::NodePointer;
 
 /// Full per-lane stack (the default strategy).
 #[derive(Clone, Copy, Debug, Default)]
@@ -19,14 +20,14 @@ const FLOOR: usize = 3;
 /// A lane's stack: `buf[FLOOR..top]` holds the pending nodes, top last.
 #[derive(Clone, Debug)]
 pub struct StackLane {
-    buf: Vec<u32>,
+    buf: Vec<NodePointer>,
     top: usize,
 }
 
 impl Default for StackLane {
     fn default() -> Self {
         StackLane {
-            buf: vec![0; 64],
+            buf: vec![NodePointer::INVALID; 64],
             top: FLOOR,
         }
     }
@@ -40,7 +41,7 @@ impl StackLane {
     }
 
     #[inline]
-    fn pop(&mut self) -> Option<u32> {
+    fn pop(&mut self) -> Option<NodePointer> {
         if self.top == FLOOR {
             None
         } else {
@@ -50,7 +51,7 @@ impl StackLane {
     }
 
     #[inline]
-    fn push(&mut self, v: u32) {
+    fn push(&mut self, v: NodePointer) {
         if self.top == self.buf.len() {
             self.grow();
         }
@@ -74,12 +75,13 @@ impl StackLane {
     /// So the next node is the window's last slot after the write, and the new top is
     /// `top + n - 1` in both cases.
     #[inline(always)]
-    fn push_sorted_or_pop(&mut self, children: [u32; 4], n: usize) -> Option<u32> {
+    fn push_sorted_or_pop(&mut self, children: [NodePointer; 4], n: usize) -> Option<NodePointer> {
         let top = self.window(n)?;
         // SAFETY: `base = top + n - 4` does not wrap: with `n >= 1`, `top >= FLOOR = 3`;
         // with `n == 0`, `top > FLOOR` (see `window`), so `top >= 4`. And
         // `base + 4 = top + n <= top + 4 <= buf.len()` (see `window`).
-        let dst = unsafe { &mut *(self.buf.as_mut_ptr().add(top + n - 4) as *mut [u32; 4]) };
+        let dst =
+            unsafe { &mut *(self.buf.as_mut_ptr().add(top + n - 4) as *mut [NodePointer; 4]) };
         let next = write_reversed_keeping_invalid(dst, children);
         self.top = top + n - 1;
         Some(next)
@@ -100,7 +102,11 @@ impl StackLane {
     /// The CPU must support AVX, and `n <= 4`.
     #[cfg(target_arch = "x86_64")]
     #[inline(always)]
-    unsafe fn push_sorted_or_pop_avx(&mut self, children: [u32; 4], n: usize) -> Option<u32> {
+    unsafe fn push_sorted_or_pop_avx(
+        &mut self,
+        children: [NodePointer; 4],
+        n: usize,
+    ) -> Option<NodePointer> {
         let top = self.window(n)?;
         // SAFETY: `top + 4 <= buf.len()` and, as `n <= 4` (the caller's promise),
         // `top + n - 1 < top + 4`; with `n == 0`, `top > FLOOR`, so `top + n - 1 >= FLOOR`
@@ -129,7 +135,7 @@ impl StackLane {
     #[cold]
     fn grow(&mut self) {
         let n = self.buf.len().max(16) * 2;
-        self.buf.resize(n, 0);
+        self.buf.resize(n, NodePointer::INVALID);
     }
 }
 
@@ -138,7 +144,10 @@ impl StackLane {
 /// blend, one load and one store.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-fn write_reversed_keeping_invalid(dst: &mut [u32; 4], children: [u32; 4]) -> u32 {
+fn write_reversed_keeping_invalid(
+    dst: &mut [NodePointer; 4],
+    children: [NodePointer; 4],
+) -> NodePointer {
     use core::arch::x86_64::*;
     // SAFETY: SSE2 is part of the x86-64 baseline; both accesses are unaligned 16-byte
     // accesses to a `[u32; 4]`.
@@ -149,7 +158,7 @@ fn write_reversed_keeping_invalid(dst: &mut [u32; 4], children: [u32; 4]) -> u32
         let old = _mm_loadu_si128(dst.as_ptr() as *const __m128i);
         let new = _mm_or_si128(_mm_andnot_si128(invalid, rev), _mm_and_si128(invalid, old));
         _mm_storeu_si128(dst.as_mut_ptr() as *mut __m128i, new);
-        _mm_cvtsi128_si32(_mm_shuffle_epi32::<0b11_11_11_11>(new)) as u32
+        NodePointer::from_u32(_mm_cvtsi128_si32(_mm_shuffle_epi32::<0b11_11_11_11>(new)) as u32)
     }
 }
 
@@ -163,11 +172,11 @@ fn write_reversed_keeping_invalid(dst: &mut [u32; 4], children: [u32; 4]) -> u32
 #[target_feature(enable = "avx")]
 #[inline]
 unsafe fn write_prefix_reversed_avx(
-    buf: *mut u32,
+    buf: *mut NodePointer,
     top: usize,
-    children: [u32; 4],
+    children: [NodePointer; 4],
     n: usize,
-) -> u32 {
+) -> NodePointer {
     use core::arch::x86_64::*;
     // Slot j takes child (n - 1 - j) mod 4: the permute reads the two low bits of each index.
     // From a table, so that the permute takes its control from memory (one instruction,
@@ -200,10 +209,13 @@ unsafe fn write_prefix_reversed_avx(
 /// Portable form of the SSE2 write above.
 #[cfg(not(target_arch = "x86_64"))]
 #[inline(always)]
-fn write_reversed_keeping_invalid(dst: &mut [u32; 4], children: [u32; 4]) -> u32 {
+fn write_reversed_keeping_invalid(
+    dst: &mut [NodePointer; 4],
+    children: [NodePointer; 4],
+) -> NodePointer {
     for (j, d) in dst.iter_mut().enumerate() {
         let c = children[3 - j];
-        if is_child(c) {
+        if !c.is_invalid() {
             *d = c;
         }
     }
@@ -218,18 +230,23 @@ impl Traversal for FullStack {
     }
 
     #[inline]
-    fn begin(&self, lane: &mut StackLane, root: u32) -> u32 {
+    fn begin(&self, lane: &mut StackLane, root: NodePointer) -> NodePointer {
         lane.top = FLOOR;
         root
     }
 
     #[inline(always)]
-    fn after_box(&self, lane: &mut StackLane, node: u32, children: [u32; 4]) -> Option<u32> {
+    fn after_box(
+        &self,
+        lane: &mut StackLane,
+        node: NodePointer,
+        children: [NodePointer; 4],
+    ) -> Option<NodePointer> {
         // Bit c set = children[c] is a child.
-        let valid = (is_child(children[0]) as u32)
-            | (is_child(children[1]) as u32) << 1
-            | (is_child(children[2]) as u32) << 2
-            | (is_child(children[3]) as u32) << 3;
+        let valid = (!children[0].is_invalid() as u32)
+            | (!children[1].is_invalid() as u32) << 1
+            | (!children[2].is_invalid() as u32) << 2
+            | (!children[3].is_invalid() as u32) << 3;
         self.after_box_masked(lane, node, children, valid)
     }
 
@@ -237,10 +254,10 @@ impl Traversal for FullStack {
     fn after_box_masked(
         &self,
         lane: &mut StackLane,
-        _node: u32,
-        children: [u32; 4],
+        _node: NodePointer,
+        children: [NodePointer; 4],
         valid: u32,
-    ) -> Option<u32> {
+    ) -> Option<NodePointer> {
         // No holes = the valid slots are a prefix (valid is 0b0..01..1).
         if valid & (valid + 1) == 0 {
             // No holes (always so when sorting is on): go to children[0], push the rest so
@@ -251,7 +268,7 @@ impl Traversal for FullStack {
         // Unsorted results may have holes: skip invalid slots.
         let mut next = None;
         for &c in children.iter().rev() {
-            if is_child(c) {
+            if !c.is_invalid() {
                 if let Some(n) = next.replace(c) {
                     lane.push(n);
                 }
@@ -265,10 +282,10 @@ impl Traversal for FullStack {
     unsafe fn after_box_masked_avx(
         &self,
         lane: &mut StackLane,
-        node: u32,
-        children: [u32; 4],
+        node: NodePointer,
+        children: [NodePointer; 4],
         valid: u32,
-    ) -> Option<u32> {
+    ) -> Option<NodePointer> {
         if valid & (valid + 1) == 0 {
             let n = valid.count_ones() as usize;
             // SAFETY: the caller guarantees AVX, and `valid < 16`, so `n <= 4`.
@@ -278,7 +295,7 @@ impl Traversal for FullStack {
     }
 
     #[inline]
-    fn after_leaf(&self, lane: &mut StackLane, _node: u32) -> Option<u32> {
+    fn after_leaf(&self, lane: &mut StackLane, _node: NodePointer) -> Option<NodePointer> {
         lane.pop()
     }
 
@@ -292,7 +309,7 @@ impl Traversal for FullStack {
     #[inline]
     fn copy_lane(&self, from: &StackLane, to: &mut StackLane) {
         if to.buf.len() < from.buf.len() {
-            to.buf.resize(from.buf.len(), 0);
+            to.buf.resize(from.buf.len(), NodePointer::INVALID);
         }
         to.buf[FLOOR..from.top].copy_from_slice(&from.buf[FLOOR..from.top]);
         to.top = from.top;
@@ -302,6 +319,7 @@ impl Traversal for FullStack {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::traverse::RawSteps;
 
     const I: u32 = u32::MAX;
 
@@ -309,31 +327,31 @@ mod tests {
     fn goes_nearest_first_and_pops_in_order() {
         let t = FullStack;
         let mut lane = StackLane::default();
-        assert_eq!(t.begin(&mut lane, 5), 5);
-        assert_eq!(t.after_box(&mut lane, 5, [10, 20, 30, I]), Some(10));
+        assert_eq!(t.begin_raw(&mut lane, 5), 5);
+        assert_eq!(t.after_box_raw(&mut lane, 5, [10, 20, 30, I]), Some(10));
         assert_eq!(t.stack_depth(&lane), 2);
-        assert_eq!(t.after_leaf(&mut lane, 10), Some(20));
-        assert_eq!(t.after_box(&mut lane, 20, [I, I, I, I]), Some(30));
-        assert_eq!(t.after_leaf(&mut lane, 30), None);
+        assert_eq!(t.after_leaf_raw(&mut lane, 10), Some(20));
+        assert_eq!(t.after_box_raw(&mut lane, 20, [I, I, I, I]), Some(30));
+        assert_eq!(t.after_leaf_raw(&mut lane, 30), None);
     }
 
     #[test]
     fn grows_past_its_initial_size() {
         let t = FullStack;
         let mut lane = StackLane::default();
-        t.begin(&mut lane, 5);
+        t.begin_raw(&mut lane, 5);
         for i in 0..100u32 {
             assert_eq!(
-                t.after_box(&mut lane, 5, [4 * i, 4 * i + 1, 4 * i + 2, I]),
+                t.after_box_raw(&mut lane, 5, [4 * i, 4 * i + 1, 4 * i + 2, I]),
                 Some(4 * i)
             );
         }
         assert_eq!(t.stack_depth(&lane), 200);
         for i in (0..100u32).rev() {
-            assert_eq!(t.after_leaf(&mut lane, 0), Some(4 * i + 1));
-            assert_eq!(t.after_leaf(&mut lane, 0), Some(4 * i + 2));
+            assert_eq!(t.after_leaf_raw(&mut lane, 0), Some(4 * i + 1));
+            assert_eq!(t.after_leaf_raw(&mut lane, 0), Some(4 * i + 2));
         }
-        assert_eq!(t.after_leaf(&mut lane, 0), None);
+        assert_eq!(t.after_leaf_raw(&mut lane, 0), None);
     }
 
     /// Random box results (sorted prefixes of 0-4 children, and unsorted ones with holes)
@@ -341,7 +359,7 @@ mod tests {
     /// through growth past the initial buffer.
     #[test]
     fn matches_a_plain_vec_stack() {
-        matches_a_plain_vec_stack_with(|t, lane, children| t.after_box(lane, 0, children));
+        matches_a_plain_vec_stack_with(|t, lane, children| t.after_box_raw(lane, 0, children));
     }
 
     /// The AVX build's box step (`after_box_masked_avx`) against the same model.
@@ -353,9 +371,11 @@ mod tests {
             return;
         }
         matches_a_plain_vec_stack_with(|t, lane, children| {
-            let valid = (0..4).fold(0, |v, c| v | (is_child(children[c]) as u32) << c);
+            let valid = (0..4).fold(0, |v, c| v | ((children[c] != u32::MAX) as u32) << c);
+            let children = children.map(NodePointer::from_u32);
+            let node = NodePointer::from_u32(0);
             // SAFETY: checked above that the CPU has AVX; `valid` has four bits.
-            unsafe { t.after_box_masked_avx(lane, 0, children, valid) }
+            unsafe { t.after_box_masked_avx(lane, node, children, valid) }.map(NodePointer::to_u32)
         });
     }
 
@@ -373,13 +393,13 @@ mod tests {
             (state >> 33) as u32
         };
         let mut id = 0u32;
-        t.begin(&mut lane, 0);
+        t.begin_raw(&mut lane, 0);
         for step in 0..20_000 {
             let r = next();
             let got;
             let expect;
             if r % 3 == 0 && step % 4000 > 100 {
-                got = t.after_leaf(&mut lane, 0);
+                got = t.after_leaf_raw(&mut lane, 0);
                 expect = model.pop();
             } else {
                 // Deep phases (the first 100 steps of every 4000) push mostly.
@@ -406,7 +426,7 @@ mod tests {
             assert_eq!(got, expect, "step {step}");
             assert_eq!(t.stack_depth(&lane), model.len(), "step {step}");
             if got.is_none() {
-                t.begin(&mut lane, 0);
+                t.begin_raw(&mut lane, 0);
             }
         }
     }
@@ -419,22 +439,26 @@ mod tests {
         let t = FullStack;
         for depth in 0..150u32 {
             let mut from = StackLane::default();
-            t.begin(&mut from, 1);
+            t.begin_raw(&mut from, 1);
             for d in 0..depth {
-                assert_eq!(t.after_box(&mut from, 1, [7, 1000 + d, I, I]), Some(7));
+                assert_eq!(t.after_box_raw(&mut from, 1, [7, 1000 + d, I, I]), Some(7));
             }
             // A stale lane: deeper or shallower than `from`, with other entries.
             let mut to = StackLane::default();
-            t.begin(&mut to, 1);
+            t.begin_raw(&mut to, 1);
             for d in 0..(depth * 7) % 90 {
-                t.after_box(&mut to, 1, [7, 5000 + d, I, I]);
+                t.after_box_raw(&mut to, 1, [7, 5000 + d, I, I]);
             }
             t.copy_lane(&from, &mut to);
             assert_eq!(t.stack_depth(&to), depth as usize);
             for d in (0..depth).rev() {
-                assert_eq!(t.after_leaf(&mut to, 0), Some(1000 + d), "depth {depth}");
+                assert_eq!(
+                    t.after_leaf_raw(&mut to, 0),
+                    Some(1000 + d),
+                    "depth {depth}"
+                );
             }
-            assert_eq!(t.after_leaf(&mut to, 0), None, "depth {depth}");
+            assert_eq!(t.after_leaf_raw(&mut to, 0), None, "depth {depth}");
             // `from` is untouched.
             assert_eq!(t.stack_depth(&from), depth as usize);
         }
@@ -444,9 +468,9 @@ mod tests {
     fn unsorted_holes_are_skipped() {
         let t = FullStack;
         let mut lane = StackLane::default();
-        t.begin(&mut lane, 5);
-        assert_eq!(t.after_box(&mut lane, 5, [I, 8, I, 9]), Some(8));
-        assert_eq!(t.after_leaf(&mut lane, 8), Some(9));
-        assert_eq!(t.after_leaf(&mut lane, 9), None);
+        t.begin_raw(&mut lane, 5);
+        assert_eq!(t.after_box_raw(&mut lane, 5, [I, 8, I, 9]), Some(8));
+        assert_eq!(t.after_leaf_raw(&mut lane, 8), Some(9));
+        assert_eq!(t.after_leaf_raw(&mut lane, 9), None);
     }
 }

@@ -157,13 +157,13 @@ fn run_wave<const W: usize, T: CountedTraversal, P: PrimitiveIds + ?Sized>(
             }
             let dwords = results.dwords[i];
             let lane = &mut wave.state[i];
-            let ty = NodePointer::from_u32(node).node_type();
+            let ty = node.node_type();
             if outcome == LaneOutcome::Tested {
                 lane.hit.clocks += 1;
                 stats.node_bytes += ty.fetch_bytes() as u64;
             }
             let next = if ty.is_box() {
-                traversal.after_box(&mut lane.trav, node, dwords)
+                traversal.after_box(&mut lane.trav, node, dwords.map(NodePointer::from_u32))
             } else {
                 let mut done = false;
                 if ty.triangle_index().is_some() && outcome == LaneOutcome::Tested {

@@ -17,6 +17,7 @@ use crate::bvh::{BvhImage, Mesh};
 use crate::counters::Counters;
 use crate::hw::descriptor::{BvhDescriptor, TriangleReturnMode};
 use crate::hw::peak::{ConsoleConfig, SERIES_X};
+use crate::hw::{NodePointer, NodeType, TriangleNode};
 use crate::math::{Hit, HitRecord, Ray};
 use crate::wave::intersector::RayColumns;
 use crate::wave::{BvhMemory, NodeCache, Tracer, Wave, WaveIntersector, WaveWidth};
@@ -165,7 +166,7 @@ pub struct WaveTracer {
     len: usize,
     va: u64,
     descriptor: BvhDescriptor,
-    root: u32,
+    root: NodePointer,
     cache: NodeCache,
     prim_ids: Ids,
     /// The mesh, for mode-0 barycentrics (computed in f64 as the scalar reference does).
@@ -204,13 +205,10 @@ impl ImageIds {
             {
                 continue;
             }
-            let word = u32::from_le_bytes(
-                image.bytes[64 * block + 60..64 * block + 64]
-                    .try_into()
-                    .unwrap(),
-            );
+            let bytes = &image.bytes[64 * block..64 * block + 64];
+            let word = bytemuck::pod_read_unaligned::<TriangleNode>(bytes).word;
             for (k, e) in entry.iter_mut().enumerate() {
-                let ptr = ((block as u32) << 3) | k as u32;
+                let ptr = NodePointer::new(block as u64, NodeType::triangle(k));
                 // The mode-0 dwords carry word@60 + k; mode 1 ignores them.
                 let dwords = [0, 0, word.wrapping_add(k as u32), 1];
                 let prim = image.primitive_id(ptr, &dwords);
@@ -223,8 +221,8 @@ impl ImageIds {
 
 impl PrimitiveIds for ImageIds {
     #[inline]
-    fn primitive_id(&self, triangle_pointer: u32, _dwords: &[u32; 4]) -> u32 {
-        let index = (triangle_pointer >> 3) as usize * 4 + (triangle_pointer & 3) as usize;
+    fn primitive_id(&self, triangle_pointer: NodePointer, _dwords: &[u32; 4]) -> u32 {
+        let index = triangle_pointer.address_64() as usize * 4 + triangle_pointer.triangle_index();
         self.table.get(index).copied().unwrap_or(u32::MAX)
     }
 }
@@ -239,7 +237,7 @@ struct CachedIds<'a> {
 
 impl PrimitiveIds for CachedIds<'_> {
     #[inline(always)]
-    fn primitive_id(&self, triangle_pointer: u32, dwords: &[u32; 4]) -> u32 {
+    fn primitive_id(&self, triangle_pointer: NodePointer, dwords: &[u32; 4]) -> u32 {
         match self.intersector.cached_primitive_id(triangle_pointer) {
             Some(id) => id,
             None => self.table.primitive_id(triangle_pointer, dwords),
@@ -318,7 +316,7 @@ impl WaveTracer {
         bytes: Vec<u8>,
         va: u64,
         descriptor: BvhDescriptor,
-        root: u32,
+        root: NodePointer,
         prim_ids: Box<dyn PrimitiveIds>,
         config: WaveTracerConfig,
     ) -> WaveTracer {
@@ -332,7 +330,7 @@ impl WaveTracer {
         (blocks, len): (Vec<Block>, usize),
         va: u64,
         descriptor: BvhDescriptor,
-        root: u32,
+        root: NodePointer,
         prim_ids: Ids,
         config: WaveTracerConfig,
     ) -> WaveTracer {
@@ -378,7 +376,7 @@ impl WaveTracer {
         &self.descriptor
     }
 
-    pub fn root(&self) -> u32 {
+    pub fn root(&self) -> NodePointer {
         self.root
     }
 

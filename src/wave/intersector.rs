@@ -35,14 +35,9 @@ pub const LANES: usize = 4;
 /// eight at once ([`TriangleBatch::run_avx`]); the portable test runs [`LANES`] at a time.
 pub const BATCH_LANES: usize = 8;
 
-/// The pointer value of a missing child / missed box.
-pub const INVALID: u32 = NodePointer::INVALID;
-
-/// Box miss encoding (also the user-node result): four invalid pointers.
-pub const BOX_MISS: [u32; 4] = [INVALID; 4];
-
-/// Triangle miss encoding: `{+inf, 1.0, 0, 0}`.
-pub const TRIANGLE_MISS: [u32; 4] = [0x7f80_0000, 0x3f80_0000, 0, 0];
+/// The bits of [`NodePointer::INVALID`], for the vector code that handles pointers as
+/// plain 32-bit elements.
+const INVALID_BITS: u32 = NodePointer::INVALID.to_u32();
 
 /// One lane's ray VGPRs 1-10 (A16 = 0): the scalar reference's register type.
 pub type LaneRay = crate::hw::instruction::RayRegisters;
@@ -57,7 +52,7 @@ pub struct DecodedBox {
     /// max.x, max.y, max.z of the four children (likewise).
     pub hi: [f32x4; 3],
     /// The four child pointers, verbatim.
-    pub children: [u32; 4],
+    pub children: [NodePointer; 4],
     /// Node type the bytes were decoded as (4 or 5; `EMPTY` for an empty cache entry).
     pub ty: u32,
     /// 1 when every child has min <= max on every axis (no NaN): then, without NaN in the
@@ -109,7 +104,7 @@ impl DecodedBox {
         DecodedBox {
             lo: side(false),
             hi: side(true),
-            children: std::array::from_fn(|c| u32_at(bytes, 4 * c)),
+            children: std::array::from_fn(|c| NodePointer::from_u32(u32_at(bytes, 4 * c))),
             ty: ty as u32,
             ordered: 0,
             useful: 0,
@@ -123,8 +118,8 @@ impl DecodedBox {
         // change a result. Encoders give such slots NaN or inverted bounds, which would send
         // every query of the node to the general path; a copy of the first real child's
         // bounds lets the node take the fast path whenever its real children do.
-        if let Some(donor) = self.children.iter().position(|&c| c != INVALID) {
-            let empty = self.children.map(|c| c == INVALID);
+        if let Some(donor) = self.children.iter().position(|c| !c.is_invalid()) {
+            let empty = self.children.map(NodePointer::is_invalid);
             for v in self.lo.iter_mut().chain(self.hi.iter_mut()) {
                 let x = v.to_array();
                 *v = f32x4::new(std::array::from_fn(|c| x[if empty[c] { donor } else { c }]));
@@ -132,7 +127,7 @@ impl DecodedBox {
         }
         let ordered = (0..3).all(|a| self.lo[a].simd_le(self.hi[a]).to_bitmask() == 0xf);
         self.ordered = ordered as u32;
-        self.useful = self.children.iter().filter(|&&c| c != INVALID).count() as u32;
+        self.useful = self.children.iter().filter(|c| !c.is_invalid()).count() as u32;
         self
     }
 
@@ -161,7 +156,7 @@ pub fn box_query(
     ray: &LaneRay,
     grow: f32,
     sort: bool,
-    out: &mut [u32; 4],
+    out: &mut [NodePointer; 4],
 ) -> u32 {
     let mut p_lo = [f32x4::ZERO; 3];
     let mut p_hi = [f32x4::ZERO; 3];
@@ -234,10 +229,10 @@ pub fn box_query(
     // Missed children become INVALID: a bitwise select on the hit mask, in a vector register
     // (the pointers travel as f32x4 bit patterns; the select never looks at them as floats).
     let children: f32x4 = bytemuck::cast(node.children);
-    let ptr = hit_mask.select(children, bytemuck::cast([INVALID; 4]));
-    let invalid: u32x4 = bytemuck::cast::<f32x4, u32x4>(ptr).simd_eq(u32x4::splat(INVALID));
+    let ptr = hit_mask.select(children, bytemuck::cast([NodePointer::INVALID; 4]));
+    let invalid: u32x4 = bytemuck::cast::<f32x4, u32x4>(ptr).simd_eq(u32x4::splat(INVALID_BITS));
     let valid = !(invalid.to_bitmask() as u32) & 0xf;
-    let (r, valid): ([u32; 4], u32) = if sort && valid != 0 {
+    let (r, valid): ([NodePointer; 4], u32) = if sort && valid != 0 {
         // Sorting moves the valid entries to the front.
         (sort_network(ptr, tnear), (1 << valid.count_ones()) - 1)
     } else {
@@ -272,7 +267,7 @@ pub unsafe fn box_query_pair(
     grow: f32,
     sort: bool,
     finite_slopes: bool,
-    out: [&mut [u32; 4]; 2],
+    out: [&mut [NodePointer; 4]; 2],
 ) -> Option<[u32; 2]> {
     use core::arch::x86_64::*;
     if node[0].ordered & node[1].ordered == 0 {
@@ -331,8 +326,8 @@ pub unsafe fn box_query_pair(
         _mm256_mul_ps(tfar, _mm256_set1_ps(grow)),
     ));
     let children = _mm256_castps_si256(both(
-        core::mem::transmute::<[u32; 4], __m128>(n0.children),
-        core::mem::transmute::<[u32; 4], __m128>(n1.children),
+        core::mem::transmute::<[NodePointer; 4], __m128>(n0.children),
+        core::mem::transmute::<[NodePointer; 4], __m128>(n1.children),
     ));
     let all = _mm256_set1_epi32(-1);
     // Missed children become INVALID.
@@ -519,7 +514,7 @@ pub unsafe fn box_query_eight(
     columns: &RayColumns,
     first: usize,
     grow: f32,
-    out: &mut [([u32; 4], u32)],
+    out: &mut [([NodePointer; 4], u32)],
 ) -> bool {
     debug_assert!(node.ordered == 1);
     // SAFETY: the caller's contract is this function's.
@@ -546,7 +541,7 @@ pub unsafe fn box_query_eight_nodes(
     columns: &RayColumns,
     first: usize,
     grow: f32,
-    out: &mut [([u32; 4], u32)],
+    out: &mut [([NodePointer; 4], u32)],
 ) {
     debug_assert!(nodes.iter().all(|n| n.ordered == 1));
     // SAFETY: the caller's contract is this function's.
@@ -893,7 +888,7 @@ unsafe fn eight_lanes_test<N: EightLaneNodes>(
     columns: &RayColumns,
     first: usize,
     grow: f32,
-    out: &mut [([u32; 4], u32)],
+    out: &mut [([NodePointer; 4], u32)],
 ) -> bool {
     use core::arch::x86_64::*;
     let out = &mut out[first..first + 8];
@@ -1039,14 +1034,14 @@ unsafe fn eight_lanes_test<N: EightLaneNodes>(
 /// Keys of valid entries (pointer not 0xFFFFFFFF) must not be NaN: a box test's tnear never
 /// is (it is a maxNum with 0). Keys of invalid entries are never looked at.
 #[inline(always)]
-fn sort_network(ptr: f32x4, key: f32x4) -> [u32; 4] {
+fn sort_network(ptr: f32x4, key: f32x4) -> [NodePointer; 4] {
     #[cfg(target_arch = "x86_64")]
     {
         sort_network_sse2(ptr, key)
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
-        sort_network_scalar(bytemuck::cast(ptr), key.to_array())
+        sort_network_scalar(bytemuck::cast(ptr), key.to_array()).map(NodePointer::from_u32)
     }
 }
 
@@ -1064,7 +1059,7 @@ fn sort_network(ptr: f32x4, key: f32x4) -> [u32; 4] {
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 #[allow(unused_assignments)] // the last stage's keys are not read
-fn sort_network_sse2(ptr: f32x4, key: f32x4) -> [u32; 4] {
+fn sort_network_sse2(ptr: f32x4, key: f32x4) -> [NodePointer; 4] {
     use core::arch::x86_64::*;
     // SAFETY: SSE2 is part of the x86-64 baseline; the one store is an unaligned 16-byte
     // store into a 16-byte array; f32x4 and __m128 are both 16 plain bytes.
@@ -1093,7 +1088,7 @@ fn sort_network_sse2(ptr: f32x4, key: f32x4) -> [u32; 4] {
         stage!(0b10_11_00_01, _mm_setr_epi32(0, -1, 0, -1));
         // Stage 3: (1,2): partners [0, 2, 1, 3].
         stage!(0b11_01_10_00, _mm_setr_epi32(0, 0, -1, 0));
-        let mut out = [0u32; 4];
+        let mut out = [NodePointer::INVALID; 4];
         _mm_storeu_si128(out.as_mut_ptr() as *mut __m128i, p);
         out
     }
@@ -1108,8 +1103,8 @@ fn sort_network_scalar(ptr: [u32; 4], key: [f32; 4]) -> [u32; 4] {
     #[inline(always)]
     fn cmp_swap(p: &mut [u32; 4], k: &mut [u32; 4], a: usize, b: usize) {
         // swap = (p[b] != INVALID && key[b] < key[a]) || p[a] == INVALID
-        let swap =
-            ((p[b] != INVALID) & (f32::from_bits(k[b]) < f32::from_bits(k[a]))) | (p[a] == INVALID);
+        let swap = ((p[b] != INVALID_BITS) & (f32::from_bits(k[b]) < f32::from_bits(k[a])))
+            | (p[a] == INVALID_BITS);
         let m = (swap as u32).wrapping_neg();
         let dp = (p[a] ^ p[b]) & m;
         p[a] ^= dp;
@@ -1653,7 +1648,7 @@ fn triangle_dwords<V: TriangleVector<N>, const N: usize>(
     let t_den = t_den.to_array();
     let uvw = [u.to_array(), v.to_array(), w.to_array()];
     let dz = dz.to_array();
-    let mut out = [TRIANGLE_MISS; N];
+    let mut out = [crate::hw::TRIANGLE_MISS; N];
     for (j, o) in out.iter_mut().enumerate().take(len) {
         if missed & (1 << j) != 0 {
             continue;
@@ -1745,7 +1740,7 @@ const EMPTY_ENTRY: CacheEntry = CacheEntry {
     node: DecodedBox {
         lo: [f32x4::ZERO; 3],
         hi: [f32x4::ZERO; 3],
-        children: [INVALID; 4],
+        children: [NodePointer::INVALID; 4],
         ty: EMPTY,
         ordered: 0,
         useful: 0,
@@ -1830,7 +1825,7 @@ impl NodeCache {
     /// node reachable from it into its block's entry unless that block holds a box (their
     /// primitive ids unset: see [`Self::set_primitive_ids`]). Pointers that leave the memory
     /// or fail the bounds check are skipped (the instruction handles them).
-    pub fn build(memory: &BvhMemory, descriptor: &BvhDescriptor, root: u32) -> NodeCache {
+    pub fn build(memory: &BvhMemory, descriptor: &BvhDescriptor, root: NodePointer) -> NodeCache {
         let blocks = memory.bytes.len() / 64;
         let mut cache = NodeCache {
             entries: vec![EMPTY_ENTRY; blocks],
@@ -1838,11 +1833,10 @@ impl NodeCache {
             built_for: Some((memory.bytes.len(), memory.va, *descriptor)),
         };
         let mut todo = vec![root];
-        while let Some(p) = todo.pop() {
-            if p == INVALID {
+        while let Some(ptr) = todo.pop() {
+            if ptr.is_invalid() {
                 continue;
             }
-            let ptr = NodePointer::from_u32(p);
             let ty = ptr.node_type();
             if ty.triangle_index().is_some() {
                 cache.copy_triangle(memory, descriptor, ptr);
@@ -1992,7 +1986,7 @@ pub fn prefetch_two_lines(base: *const u8, offset: usize) {
 /// for a box32 node node_addr + 1 > size.
 #[inline]
 pub fn out_of_bounds(descriptor: &BvhDescriptor, ptr: NodePointer) -> bool {
-    let addr = ptr.address_64();
+    let addr = ptr.address_64() as u64;
     let size = descriptor.size_minus_one;
     addr > size || (ptr.node_type() == NodeType::BoxF32 && addr.saturating_add(1) > size)
 }
@@ -2027,6 +2021,9 @@ impl BvhMemory<'_> {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::hw::TRIANGLE_MISS;
+
+    const INVALID: u32 = NodePointer::INVALID.to_u32();
 
     /// Seeded xorshift64 generator for the tests below.
     pub(crate) fn xorshift(mut state: u64) -> impl FnMut() -> u64 {
@@ -2082,10 +2079,10 @@ pub(crate) mod tests {
             let node = DecodedBox::from_box32(&bytes);
             let ray = random_ray(&mut unit);
             for sort in [false, true] {
-                let mut out = [0u32; 4];
+                let mut out = [NodePointer::INVALID; 4];
                 let mask = box_query(&node, &ray, 1.0, sort, &mut out);
                 let expect = (0..4)
-                    .filter(|&c| out[c] != INVALID)
+                    .filter(|&c| !out[c].is_invalid())
                     .fold(0, |m, c| m | 1 << c);
                 assert_eq!(mask, expect, "case {case} sort {sort}: {out:x?}");
                 seen[mask.count_ones() as usize] += 1;
@@ -2158,13 +2155,13 @@ pub(crate) mod tests {
     #[cfg(target_arch = "x86_64")]
     fn assert_lanes_match(
         lanes: &[(DecodedBox, LaneRay)],
-        got: &[([u32; 4], u32)],
+        got: &[([NodePointer; 4], u32)],
         grow: f32,
         sort: bool,
         case: u32,
     ) {
         for (lane, ((node, ray), got)) in lanes.iter().zip(got).enumerate() {
-            let mut expect = [0u32; 4];
+            let mut expect = [NodePointer::INVALID; 4];
             let expect_mask = box_query(node, ray, grow, sort, &mut expect);
             assert_eq!(
                 *got,
@@ -2190,7 +2187,7 @@ pub(crate) mod tests {
             for finite_slopes in [false, true].into_iter().filter(|&f| !f || finite) {
                 for sort in [false, true] {
                     let grow = if case % 2 == 0 { 1.0 } else { grow_factor(3) };
-                    let (mut a, mut b) = ([0u32; 4], [0u32; 4]);
+                    let (mut a, mut b) = ([NodePointer::INVALID; 4], [NodePointer::INVALID; 4]);
                     // SAFETY: AVX2 checked above.
                     let pair = unsafe {
                         box_query_pair(
@@ -2537,14 +2534,14 @@ pub(crate) mod tests {
                 columns.set(first + k, &usable[source(k)]);
             }
             let grow = if case % 2 == 0 { 1.0 } else { grow_factor(3) };
-            let mut out = vec![([0u32; 4], 0u32); RayColumns::LANES];
+            let mut out = vec![([NodePointer::INVALID; 4], 0u32); RayColumns::LANES];
             // SAFETY: AVX2 checked above; the node is ordered, the eight lanes have finite
             // slopes, and `columns` holds their registers. (Called from code not compiled
             // for AVX2, its intrinsics are calls: slower, the same results.)
             let uniform = unsafe { box_query_eight(node, &columns, first, grow, &mut out) };
             let mut expected = Vec::new();
             for k in 0..8 {
-                let mut expect = [0u32; 4];
+                let mut expect = [NodePointer::INVALID; 4];
                 let mask = box_query(node, &usable[source(k)], grow, true, &mut expect);
                 assert_eq!(out[first + k], (expect, mask), "case {case} lane {k}");
                 counts[mask.count_ones() as usize] += 1;
@@ -2577,13 +2574,15 @@ pub(crate) mod tests {
     /// Of the results `out` (all zero before the test), only lanes `first..first + 8` were
     /// written.
     #[cfg(target_arch = "x86_64")]
-    fn assert_only_eight_written(out: &[([u32; 4], u32)], first: usize, case: u32) {
+    fn assert_only_eight_written(out: &[([NodePointer; 4], u32)], first: usize, case: u32) {
         let untouched = out
             .iter()
             .enumerate()
             .filter(|(i, _)| !(first..first + 8).contains(i));
         assert!(
-            untouched.into_iter().all(|(_, o)| *o == ([0u32; 4], 0)),
+            untouched
+                .into_iter()
+                .all(|(_, o)| *o == ([NodePointer::INVALID; 4], 0)),
             "case {case}"
         );
     }
@@ -2613,8 +2612,8 @@ pub(crate) mod tests {
                 continue;
             }
             for (k, node) in nodes.iter_mut().enumerate() {
-                for c in node.children.iter_mut().filter(|c| **c != INVALID) {
-                    *c += 0x1000 * (k as u32 + 1);
+                for c in node.children.iter_mut().filter(|c| !c.is_invalid()) {
+                    *c = NodePointer::from_u32(c.to_u32() + 0x1000 * (k as u32 + 1));
                 }
             }
             // Every third case, lanes 5-7 ask for lane 1's node.
@@ -2630,13 +2629,13 @@ pub(crate) mod tests {
                 columns.set(first + k, &usable[source(k)]);
             }
             let grow = if case % 2 == 0 { 1.0 } else { grow_factor(3) };
-            let mut out = vec![([0u32; 4], 0u32); RayColumns::LANES];
+            let mut out = vec![([NodePointer::INVALID; 4], 0u32); RayColumns::LANES];
             let refs: [&DecodedBox; 8] = std::array::from_fn(|k| &nodes[k]);
             // SAFETY: AVX2 checked above; the nodes are ordered, the eight lanes have finite
             // slopes, and `columns` holds their registers.
             unsafe { box_query_eight_nodes(&refs, &columns, first, grow, &mut out) };
             for k in 0..8 {
-                let mut expect = [0u32; 4];
+                let mut expect = [NodePointer::INVALID; 4];
                 let mask = box_query(&nodes[k], &usable[source(k)], grow, true, &mut expect);
                 assert_eq!(out[first + k], (expect, mask), "case {case} lane {k}");
                 counts[mask.count_ones() as usize] += 1;
@@ -2711,7 +2710,8 @@ pub(crate) mod tests {
                     }
                 });
                 let simd = sort_network(bytemuck::cast(p), f32x4::new(k));
-                assert_eq!(simd, sort_network_scalar(p, k), "ptr {p:x?} keys {k:?}");
+                let scalar = sort_network_scalar(p, k).map(NodePointer::from_u32);
+                assert_eq!(simd, scalar, "ptr {p:x?} keys {k:?}");
                 cases += 1;
             }
         }
@@ -2736,15 +2736,15 @@ pub(crate) mod tests {
             // One to three real children, in any slots.
             let empty = 1 + case % 14;
             let mut node = BoxNodeF16 {
-                children: [0; 4],
+                children: [NodePointer::INVALID; 4],
                 boxes: [[nan; 6]; 4],
             };
             for c in 0..4 {
                 if (empty >> c) & 1 == 1 {
-                    node.children[c] = INVALID;
+                    node.children[c] = NodePointer::INVALID;
                     continue;
                 }
-                node.children[c] = 0x200 + 8 * c as u32 + 5;
+                node.children[c] = NodePointer::from_u32(0x200 + 8 * c as u32 + 5);
                 for a in 0..3 {
                     let (p, q) = (unit(), unit());
                     node.boxes[c][a] = h(p.min(q));
@@ -2769,10 +2769,10 @@ pub(crate) mod tests {
                     0,
                     sort,
                 );
-                let mut out = [0u32; 4];
+                let mut out = [NodePointer::INVALID; 4];
                 box_query(&decoded, &ray, 1.0, sort, &mut out);
                 assert_eq!(out, expect, "case {case} sort {sort}");
-                hits += expect.iter().filter(|&&p| p != INVALID).count();
+                hits += expect.iter().filter(|p| !p.is_invalid()).count();
             }
         }
         assert!(hits > 1000, "{hits} children hit");

@@ -3,10 +3,10 @@
 
 use super::intersector::{
     box_query, grow_factor, out_of_bounds, prefetch_lines, prefetch_two_lines, BvhMemory,
-    CacheEntry, DecodedBox, LaneRay, NodeCache, TriangleBatch, BOX_MISS, LANES,
+    CacheEntry, DecodedBox, LaneRay, NodeCache, TriangleBatch, LANES,
 };
 use crate::hw::descriptor::BvhDescriptor;
-use crate::hw::instruction::{miss_encoding, InactiveReason, LaneOutcome};
+use crate::hw::instruction::{miss_encoding, InactiveReason, LaneOutcome, BOX_MISS};
 use crate::hw::pointer::{NodePointer, NodeType, VA_MASK};
 
 /// Why a lane is (in)active.
@@ -31,7 +31,7 @@ pub struct Wave<const W: usize, S = ()> {
     /// Index of the wave in its dispatch; decides its TD (`wave::td`).
     pub index: u64,
     /// VGPR 0: the node pointer each lane asks for.
-    pub node: [u32; W],
+    pub node: [NodePointer; W],
     /// VGPRs 1-10: extent, origin, direction, inverse direction.
     pub ray: [LaneRay; W],
     /// Bit i set = lane i executes the next instruction.
@@ -94,7 +94,7 @@ impl<const W: usize, S: Default> Wave<W, S> {
 
 impl<const W: usize, S> Wave<W, S> {
     /// Turns lane `i` on with `node` and `ray`.
-    pub fn activate(&mut self, i: usize, node: u32, ray: LaneRay) {
+    pub fn activate(&mut self, i: usize, node: NodePointer, ray: LaneRay) {
         self.node[i] = node;
         self.ray[i] = ray;
         self.status[i] = LaneStatus::Active;
@@ -257,9 +257,9 @@ impl<'a> WaveIntersector<'a> {
     /// The decoded box a box pointer names, when the direct lookup applies (the node is
     /// cached, in bounds and mapped); `None` means: take [`Self::lane_general`].
     #[inline(always)]
-    pub fn cached_box(&self, node: u32) -> Option<&'a DecodedBox> {
+    pub fn cached_box(&self, node: NodePointer) -> Option<&'a DecodedBox> {
         // Types 4 and 5 only (the lookup below compares the entry tag with the type bits).
-        if node & 6 != 4 {
+        if !node.is_box() {
             return None;
         }
         self.cached_box_of_box_pointer(node)
@@ -267,36 +267,40 @@ impl<'a> WaveIntersector<'a> {
 
     /// [`Self::cached_box`] for a pointer the caller knows is of type 4 or 5.
     #[inline(always)]
-    pub fn cached_box_of_box_pointer(&self, node: u32) -> Option<&'a DecodedBox> {
-        debug_assert!(node & 6 == 4);
+    pub fn cached_box_of_box_pointer(&self, node: NodePointer) -> Option<&'a DecodedBox> {
+        debug_assert!(node.is_box());
         self.fast
             .boxes
-            .get((node >> 3) as usize)?
-            .decoded_box_of_type(node & 7)
+            .get(node.address_64() as usize)?
+            .decoded_box_of_type(node.type_bits())
     }
 
     /// The primitive id the cache holds for triangle pointer `node` (types 0-3), if its node
     /// was copied (`u32::MAX` until ids are set: [`NodeCache::set_primitive_ids`]).
     #[inline(always)]
-    pub fn cached_primitive_id(&self, node: u32) -> Option<u32> {
-        let t = self.fast.boxes.get((node >> 3) as usize)?.triangle_copy()?;
-        Some(t.primitive_id((node & 3) as usize))
+    pub fn cached_primitive_id(&self, node: NodePointer) -> Option<u32> {
+        let t = self
+            .fast
+            .boxes
+            .get(node.address_64() as usize)?
+            .triangle_copy()?;
+        Some(t.primitive_id(node.triangle_index()))
     }
 
     /// The 64 bytes of the triangle node a triangle pointer (types 0-3) names, when the
     /// direct lookup applies; `None` means: take [`Self::lane_general`].
     #[inline(always)]
-    pub fn mapped_triangle(&self, node: u32) -> Option<&'a [u8; 64]> {
+    pub fn mapped_triangle(&self, node: NodePointer) -> Option<&'a [u8; 64]> {
         // The cache's copy (the line `prefetch` fetched), else the image.
         if let Some(t) = self
             .fast
             .boxes
-            .get((node >> 3) as usize)
+            .get(node.address_64() as usize)
             .and_then(CacheEntry::triangle_copy)
         {
             return Some(t.bytes());
         }
-        let offset = (node >> 3) as usize * 64;
+        let offset = node.address_64() as usize * 64;
         self.fast
             .triangles
             .get(offset..offset + 64)?
@@ -337,10 +341,10 @@ impl<'a> WaveIntersector<'a> {
     /// Why: the check of [`Self::prefetch`] for a cache (a load, a compare and a branch) ran
     /// once a lane step, on a field the loop could not keep in a register.
     #[inline(always)]
-    pub fn prefetch_entry(&self, ptr: u32) {
+    pub fn prefetch_entry(&self, ptr: NodePointer) {
         prefetch_two_lines(
             self.fast.boxes.as_ptr() as *const u8,
-            (ptr >> 3) as usize * size_of::<CacheEntry>(),
+            ptr.address_64() as usize * size_of::<CacheEntry>(),
         );
     }
 
@@ -348,8 +352,8 @@ impl<'a> WaveIntersector<'a> {
     /// traversals as soon as a lane's next node is known, so that the load overlaps the
     /// other lanes' work.
     #[inline]
-    pub fn prefetch(&self, ptr: u32) {
-        let block = (ptr >> 3) as usize;
+    pub fn prefetch(&self, ptr: NodePointer) {
+        let block = ptr.address_64() as usize;
         if !self.fast.boxes.is_empty() {
             // A box's decode or a triangle's copy: the same two lines whatever the type, so
             // no branch on it (box or triangle is data the CPU mispredicts). A pointer past
@@ -361,13 +365,12 @@ impl<'a> WaveIntersector<'a> {
             return;
         }
         // No direct cache lookup here: a triangle's image bytes, else the general address.
-        if ptr & 6 != 4 {
+        if !ptr.is_box() {
             if let Some(b) = self.fast.triangles.get(block * 64) {
                 prefetch_lines(b, 1);
                 return;
             }
         }
-        let ptr = NodePointer::from_u32(ptr);
         let ty = ptr.node_type();
         let Some(offset) = self.memory.offset(&self.descriptor, ptr, 64) else {
             return;
@@ -379,7 +382,7 @@ impl<'a> WaveIntersector<'a> {
     }
 
     /// One lane on its own (scalar interface; the same code as [`Self::issue`]).
-    pub fn lane(&self, node: u32, ray: &LaneRay) -> ([u32; 4], LaneOutcome) {
+    pub fn lane(&self, node: NodePointer, ray: &LaneRay) -> ([u32; 4], LaneOutcome) {
         let mut wave: Wave<32> = Wave::new(0);
         wave.activate(0, node, *ray);
         let mut results = WaveResults::default();
@@ -392,11 +395,11 @@ impl<'a> WaveIntersector<'a> {
     /// cost to `cost`.
     pub fn lane_general(
         &self,
-        node: u32,
+        node: NodePointer,
         ray: &LaneRay,
         cost: &mut InstructionCost,
     ) -> ([u32; 4], LaneOutcome) {
-        let ptr = NodePointer::from_u32(node);
+        let ptr = node;
         let ty = ptr.node_type();
         if let Some(reason) = ray.inactive_reason() {
             if reason == InactiveReason::InfiniteOrigin {
@@ -452,7 +455,8 @@ impl<'a> WaveIntersector<'a> {
         out: &mut [u32; 4],
         cost: &mut InstructionCost,
     ) -> LaneOutcome {
-        box_query(node, ray, self.grow, self.descriptor.box_sort_enable, out);
+        let sort = self.descriptor.box_sort_enable;
+        box_query(node, ray, self.grow, sort, bytemuck::cast_mut(out));
         cost.box_queries += 1;
         cost.aabb_useful += node.useful_slots();
         LaneOutcome::Tested
@@ -489,10 +493,10 @@ impl<'a> WaveIntersector<'a> {
                     out.outcome[i] = self.box_lane(b, ray, &mut out.dwords[i], &mut cost);
                     continue;
                 }
-                if node & 4 == 0 {
+                if node.is_triangle() {
                     if let Some(bytes) = self.mapped_triangle(node) {
                         batch_lane[batch.len()] = i;
-                        batch.push(bytes, (node & 3) as usize, ray);
+                        batch.push(bytes, node.triangle_index(), ray);
                         out.outcome[i] = LaneOutcome::Tested;
                         cost.triangle_tests += 1;
                         if batch.is_full() {
@@ -530,10 +534,10 @@ mod tests {
         use crate::hw::pointer::{NodePointer, NodeType};
         let ptr = NodePointer::new;
         let children = [
-            ptr(2, NodeType::Triangle0).to_u32(),
-            ptr(3, NodeType::Triangle3).to_u32(),
-            ptr(4, NodeType::BoxF16).to_u32(),
-            ptr(0, NodeType::Triangle1).to_u32(),
+            ptr(2, NodeType::Triangle0),
+            ptr(3, NodeType::Triangle3),
+            ptr(4, NodeType::BoxF16),
+            ptr(0, NodeType::Triangle1),
         ];
         let root = BoxNodeF32 {
             children,
@@ -558,16 +562,16 @@ mod tests {
             size_minus_one: 4,
             ..BvhDescriptor::default()
         };
-        let root_ptr = ptr(0, NodeType::BoxF32).to_u32();
+        let root_ptr = ptr(0, NodeType::BoxF32);
         let mut cache = NodeCache::build(&memory, &descriptor, root_ptr);
         cache.set_primitive_ids(|block, k| 100 * block + k);
         let wi = WaveIntersector::new(memory, descriptor, Some(&cache));
         for (c, &p) in children.iter().enumerate() {
-            let block = (p >> 3) as usize;
-            if p & 4 == 0 {
+            let block = p.address_64() as usize;
+            if p.is_triangle() {
                 let image: &[u8; 64] = mem[64 * block..64 * block + 64].try_into().unwrap();
                 assert_eq!(wi.mapped_triangle(p), Some(image), "child {c}");
-                let expect = (block != 0).then_some(100 * block as u32 + (p & 3));
+                let expect = (block != 0).then_some(100 * block as u32 + p.triangle_index() as u32);
                 assert_eq!(wi.cached_primitive_id(p), expect, "child {c}");
             } else {
                 assert!(wi.cached_box_of_box_pointer(p).is_some(), "child {c}");
@@ -576,10 +580,10 @@ mod tests {
         assert!(wi.cached_box_of_box_pointer(root_ptr).is_some());
         // A pointer of the other box type at the root's block has no decode.
         assert!(wi
-            .cached_box_of_box_pointer(ptr(0, NodeType::BoxF16).to_u32())
+            .cached_box_of_box_pointer(ptr(0, NodeType::BoxF16))
             .is_none());
         // Past the memory: nothing cached, nothing mapped.
-        let far = ptr(9, NodeType::Triangle0).to_u32();
+        let far = ptr(9, NodeType::Triangle0);
         assert_eq!(wi.mapped_triangle(far), None);
         assert_eq!(wi.cached_primitive_id(far), None);
     }

@@ -24,9 +24,14 @@ pub struct InstructionRate {
 }
 
 fn memory() -> Vec<u8> {
-    let tri = NodePointer::new(2, NodeType::Triangle0).to_u32();
+    let tri = NodePointer::new(2, NodeType::Triangle0);
     let node = BoxNodeF32 {
-        children: [tri, tri | 1, tri, NodePointer::INVALID],
+        children: [
+            tri,
+            tri.with_type(NodeType::Triangle1),
+            tri,
+            NodePointer::INVALID,
+        ],
         boxes: [
             [-1.0, -1.0, 1.0, 1.0, 1.0, 2.0],
             [-2.0, -0.5, 3.0, 0.5, 2.0, 4.0],
@@ -50,7 +55,7 @@ fn memory() -> Vec<u8> {
     mem
 }
 
-fn wave(node: u32) -> Wave<64> {
+fn wave(node: NodePointer) -> Wave<64> {
     let mut w: Wave<64> = Wave::new(0);
     for i in 0..64 {
         let x = (i % 8) as f32 * 0.25 - 1.0;
@@ -97,8 +102,16 @@ pub fn measure(budget: Duration) -> InstructionRate {
         ..BvhDescriptor::default()
     };
     let intersector = WaveIntersector::new(BvhMemory { bytes: &mem, va: 0 }, descriptor, None);
-    let boxes = rate(&intersector, &wave(0x5), budget);
-    let tris = rate(&intersector, &wave(0x10), budget);
+    let boxes = rate(
+        &intersector,
+        &wave(NodePointer::new(0, NodeType::BoxF32)),
+        budget,
+    );
+    let tris = rate(
+        &intersector,
+        &wave(NodePointer::new(2, NodeType::Triangle0)),
+        budget,
+    );
     InstructionRate {
         box_queries_per_second: boxes,
         box_tests_per_second: 4.0 * boxes,
