@@ -135,7 +135,7 @@ fn rejects_an_fp16_box_that_misses_the_exact_bounds() {
         .iter()
         .position(|c| !c.is_invalid())
         .unwrap();
-    // Raise min.x by one f16 step: the f16 box no longer contains the exact f32 bounds.
+    // Raise min.x by one f16 step: the f16 box then misses part of the exact f32 bounds.
     let at = o + 16 + 12 * s;
     let h = u16::from_le_bytes([image.bytes[at], image.bytes[at + 1]]);
     let raised = if h & 0x8000 != 0 { h - 1 } else { h + 1 };

@@ -2,9 +2,9 @@
 //! built with split references finds the same nearest distance as the image built without
 //! (which the brute-force tests pin to the instruction on every triangle).
 //!
-//! Regression: clipped piece boxes were widened only relative to the piece's extent, so a thin
-//! piece far from the origin could end a few ULPs short of its triangle; 162 of these rays then
-//! reported a farther hit.
+//! A clipped piece's box must be widened by the magnitude of its coordinates, not only
+//! relative to the piece's extent: otherwise a thin piece far from the origin can end a few
+//! ULPs short of its triangle, and 162 of these rays report a farther hit.
 
 mod bvh_common;
 

@@ -254,9 +254,9 @@ fn box_growth_closes_the_cracks_between_flat_boxes() {
 
 /// A mesh with a few triangles near the end of the f32 range: the top node's doubled
 /// centroids then span more than `f32::MAX` (their extent overflows to infinity on every
-/// axis, so every reference falls in one bin). The build used to split that node into an
-/// empty side and panic; now it falls back to the median split, and every build option finds
-/// brute force's hits on the small triangles near the origin.
+/// axis, so every reference falls in one bin). No split may leave a side empty there: the
+/// build takes the median split instead, and every build option finds brute force's hits on
+/// the small triangles near the origin.
 #[test]
 fn triangles_near_the_f32_limit_build_and_match_brute_force() {
     let mut rng = Rng(41);

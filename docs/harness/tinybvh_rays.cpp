@@ -1,6 +1,6 @@
 // Times tinybvh's BVH4_CPU (or BVH8_CPU) on a wavetrace ray file, three ways, for the
-// comparisons in README.md ("Measured on this machine class") and docs/performance.md
-// (twenty-ninth session). Not part of the build; tinybvh is not vendored.
+// comparisons in README.md ("Speed") and docs/performance.md ("Trace speed beside
+// tinybvh"). Not part of the build; tinybvh is not vendored.
 //
 //   curl -LO https://raw.githubusercontent.com/jbikker/tinybvh/4735685f64d8b2bb0ad2c6c4643f291bf58774ad/tiny_bvh.h
 //   g++ -O3 -march=native -o tinybvh_rays tinybvh_rays.cpp            (BVH4_CPU)
