@@ -78,6 +78,7 @@ impl Layout {
         )
     }
 
+    /// Bytes of one level (all its slices) in the packed linear image.
     fn linear_mip_size(&self, mip: u32) -> u64 {
         let (w, h, n) = self.linear_extent(mip);
         w as u64 * h as u64 * n as u64 * self.bytes_per_element as u64
@@ -332,6 +333,8 @@ impl Layout {
         pieces
     }
 
+    /// An error unless texel addressing is available, `linear` is the packed linear image's
+    /// size and `tiled` the surface's.
     fn check_sizes(&self, linear: usize, tiled: usize) -> Result<()> {
         if !self.can_address() {
             return Err(self.no_equation());
