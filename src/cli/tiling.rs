@@ -106,8 +106,8 @@ struct VerifyArgs {
 pub fn run(args: TilingArgs) -> Result<i32> {
     match args.command {
         TilingCommand::Layout(a) => layout(a),
-        TilingCommand::Swizzle(a) => convert(a, true),
-        TilingCommand::Unswizzle(a) => convert(a, false),
+        TilingCommand::Swizzle(a) => swizzle(a),
+        TilingCommand::Unswizzle(a) => unswizzle(a),
         TilingCommand::Verify(a) => verify(a),
     }
 }
@@ -182,8 +182,25 @@ fn layout(a: LayoutArgs) -> Result<i32> {
     let l = Layout::new(&desc, console)?;
     if a.json {
         println!("{}", layout_json(&l));
-        return Ok(0);
+    } else {
+        print_layout_table(&l);
     }
+    Ok(0)
+}
+
+/// The table of `tiling layout`: the surface on three lines, one line per mip level, and a
+/// note when texel addressing is refused.
+fn print_layout_table(l: &Layout) {
+    print_surface_summary(l);
+    print_mip_rows(l);
+    if !l.can_address() {
+        println!("note: addrlib has no address equation for this mode and element size; texel addressing is refused");
+    }
+}
+
+/// The description, then XG's surface sizes, then the block and padding.
+fn print_surface_summary(l: &Layout) {
+    let desc = &l.desc;
     println!(
         "{} {} {}x{}{} {} mips, {} ({}), console {}",
         desc.format.name,
@@ -198,7 +215,7 @@ fn layout(a: LayoutArgs) -> Result<i32> {
         desc.mip_levels,
         desc.mode,
         desc.mode.enumerant(),
-        console.name()
+        l.console.name()
     );
     println!(
         "SizeBytes {}  BaseAlignmentBytes {}  SliceSizeBytes {}  StandardMipCount {}  MipTailMipCount {}",
@@ -220,6 +237,11 @@ fn layout(a: LayoutArgs) -> Result<i32> {
         l.bytes_per_element,
         if l.element_block > 1 { " (4x4 texels)" } else { "" }
     );
+}
+
+/// A header, then per level: texels, padded elements, offset in the chain, XG sizes and the
+/// tail placement.
+fn print_mip_rows(l: &Layout) {
     println!(
         "{:>3} {:>11} {:>17} {:>10} {:>10} {:>10} {:>4} {:>9} {:>11}",
         "mip",
@@ -233,7 +255,7 @@ fn layout(a: LayoutArgs) -> Result<i32> {
         "tail_coord"
     );
     for (i, m) in l.mips.iter().enumerate() {
-        let texels = if desc.dim == Dimension::D3 {
+        let texels = if l.desc.dim == Dimension::D3 {
             format!("{}x{}x{}", m.width_px, m.height_px, m.depth)
         } else {
             format!("{}x{}", m.width_px, m.height_px)
@@ -254,10 +276,6 @@ fn layout(a: LayoutArgs) -> Result<i32> {
             )
         );
     }
-    if !l.can_address() {
-        println!("note: addrlib has no address equation for this mode and element size; texel addressing is refused");
-    }
-    Ok(0)
 }
 
 fn layout_json(l: &Layout) -> String {
@@ -303,8 +321,10 @@ fn is_png(p: &Path) -> bool {
         .is_some_and(|e| e.eq_ignore_ascii_case("png"))
 }
 
-fn convert(a: ConvertArgs, to_tiled: bool) -> Result<i32> {
-    let png_in = to_tiled && is_png(&a.input);
+/// `tiling swizzle`: a PNG (RGBA8, its mip chain box-filtered) or a raw packed linear image
+/// to a swizzled surface.
+fn swizzle(a: ConvertArgs) -> Result<i32> {
+    let png_in = is_png(&a.input);
     let (input, png_size) = if png_in {
         let img = image::open(&a.input)
             .map_err(|e| Error::parse(&a.input, 0, format!("cannot read PNG: {e}")))?
@@ -317,64 +337,77 @@ fn convert(a: ConvertArgs, to_tiled: bool) -> Result<i32> {
     };
     let (desc, console) = describe(&a.surface, png_size)?;
     let l = Layout::new(&desc, console)?;
-    if to_tiled {
-        let linear = if png_in {
-            if desc.format.bytes_per_element != 4
-                || desc.format.is_block_compressed()
-                || desc.dim != Dimension::D2
-                || desc.depth_or_array_size != 1
-            {
-                return Err(Error::field(
-                    "--format",
-                    "a PNG input is one 2D R8G8B8A8 image",
-                ));
-            }
-            rgba8_mip_chain(desc.width, desc.height, &input, desc.mip_levels)
-        } else {
-            input
-        };
-        let tiled = l
-            .swizzle(&linear)
-            .map_err(|e| Error::field(a.input.display().to_string(), e.to_string()))?;
-        write_bytes_atomic(&a.output, &tiled)?;
-        println!(
-            "{}: {} bytes linear -> {} bytes {} ({})",
-            a.output.display(),
-            linear.len(),
-            tiled.len(),
-            desc.mode,
-            console.name()
-        );
-    } else {
-        let linear = l
-            .unswizzle(&input)
-            .map_err(|e| Error::field(a.input.display().to_string(), e.to_string()))?;
-        if is_png(&a.output) {
-            if desc.format.bytes_per_element != 4 || desc.format.is_block_compressed() {
-                return Err(Error::field(
-                    "--format",
-                    "a PNG output needs a 4-byte RGBA8 format",
-                ));
-            }
-            let (w, h, _) = l.linear_extent(0);
-            let mip0 = linear[..(w * h * 4) as usize].to_vec();
-            let img = image::RgbaImage::from_raw(w, h, mip0).expect("mip 0 size matches");
-            let mut png = Vec::new();
-            img.write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png)
-                .map_err(|e| Error::Other(format!("PNG encoding failed: {e}")))?;
-            write_bytes_atomic(&a.output, &png)?;
-        } else {
-            write_bytes_atomic(&a.output, &linear)?;
+    let linear = if png_in {
+        if desc.format.bytes_per_element != 4
+            || desc.format.is_block_compressed()
+            || desc.dim != Dimension::D2
+            || desc.depth_or_array_size != 1
+        {
+            return Err(Error::field(
+                "--format",
+                "a PNG input is one 2D R8G8B8A8 image",
+            ));
         }
-        println!(
-            "{}: {} bytes {} -> {} bytes linear",
-            a.output.display(),
-            input.len(),
-            desc.mode,
-            linear.len()
-        );
-    }
+        rgba8_mip_chain(desc.width, desc.height, &input, desc.mip_levels)
+    } else {
+        input
+    };
+    let tiled = l
+        .swizzle(&linear)
+        .map_err(|e| Error::field(a.input.display().to_string(), e.to_string()))?;
+    write_bytes_atomic(&a.output, &tiled)?;
+    println!(
+        "{}: {} bytes linear -> {} bytes {} ({})",
+        a.output.display(),
+        linear.len(),
+        tiled.len(),
+        desc.mode,
+        console.name()
+    );
     Ok(0)
+}
+
+/// `tiling unswizzle`: a raw swizzled surface to the packed linear image, or to a PNG of mip
+/// 0, slice 0.
+fn unswizzle(a: ConvertArgs) -> Result<i32> {
+    let input = std::fs::read(&a.input).map_err(|e| Error::io(&a.input, e))?;
+    let (desc, console) = describe(&a.surface, None)?;
+    let l = Layout::new(&desc, console)?;
+    let linear = l
+        .unswizzle(&input)
+        .map_err(|e| Error::field(a.input.display().to_string(), e.to_string()))?;
+    if is_png(&a.output) {
+        write_png_of_mip0(&a.output, &l, &linear)?;
+    } else {
+        write_bytes_atomic(&a.output, &linear)?;
+    }
+    println!(
+        "{}: {} bytes {} -> {} bytes linear",
+        a.output.display(),
+        input.len(),
+        desc.mode,
+        linear.len()
+    );
+    Ok(0)
+}
+
+/// Writes mip 0, slice 0 of the packed linear image `linear` as a PNG; the format must be a
+/// 4-byte uncompressed one (read as RGBA8).
+fn write_png_of_mip0(path: &Path, l: &Layout, linear: &[u8]) -> Result<()> {
+    let format = &l.desc.format;
+    if format.bytes_per_element != 4 || format.is_block_compressed() {
+        return Err(Error::field(
+            "--format",
+            "a PNG output needs a 4-byte RGBA8 format",
+        ));
+    }
+    let (w, h, _) = l.linear_extent(0);
+    let mip0 = linear[..(w * h * 4) as usize].to_vec();
+    let img = image::RgbaImage::from_raw(w, h, mip0).expect("mip 0 size matches");
+    let mut png = Vec::new();
+    img.write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png)
+        .map_err(|e| Error::Other(format!("PNG encoding failed: {e}")))?;
+    write_bytes_atomic(path, &png)
 }
 
 fn verify(a: VerifyArgs) -> Result<i32> {

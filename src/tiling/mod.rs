@@ -8,6 +8,10 @@
 //!   through the addressing (the renderer's entry point).
 //! - [`reference`](mod@reference): runs the reference-vector files of `../shared/data/tiling/`.
 //!
+//! Files: `mode.rs` (modes, formats, consoles, validity), `layout/` (one file per step of a
+//! layout, listed in its notes), `equation.rs` (address-bit equations and their inverse),
+//! `patterns/` (the equation tables, one per configuration), `texture.rs`, `reference.rs`.
+//!
 //! ```
 //! use wavetrace::tiling::{Console, Format, Layout, SurfaceDesc, SwizzleMode};
 //! let mode = SwizzleMode::from_name("4KB_S").unwrap();

@@ -4,7 +4,8 @@
 use crate::{Error, Result};
 use std::fmt;
 
-/// A swizzle mode, numbered as the XG / addrlib enumerant (0-31, the seed's table order).
+/// A swizzle mode, numbered as the XG / addrlib enumerant (0-31, the order of the mode table in
+/// `../shared/spec/tiling.md`).
 ///
 /// Name = block size (`256B`, `4KB`, `64KB`, `VAR`) + micro-tiling pattern (`Z` depth/Morton,
 /// `S` standard, `D` display, `R` render) + pipe XOR (`X` across blocks, `T` within a block).

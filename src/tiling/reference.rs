@@ -41,7 +41,7 @@ impl Report {
 /// Reads and runs the file at `path`. `console` overrides the configuration named in the
 /// file's `meta` (`anaconda_hyp` = Series X, `lockhart_hyp` = Series S).
 ///
-/// `check_hashes` compares `all_texels_fnv1a64` too (see the module notes on the hash).
+/// `check_hashes` compares `all_texels_fnv1a64` too (see [`Layout::texel_hash`] on its basis).
 pub fn verify_file(path: &Path, console: Option<Console>, check_hashes: bool) -> Result<Report> {
     let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
     verify_str(&text, path, console, check_hashes)
@@ -124,12 +124,78 @@ fn compare<T: PartialEq + std::fmt::Debug>(
     }
 }
 
+/// Runs one case: describes the surface, lays it out on the case's console, then compares
+/// the surface and mip fields the case gives, its samples and (with `check_hashes`) the
+/// exhaustive offset hash. A rejected case passes when the layout is refused; a case whose
+/// addressing addrlib refuses passes when ours is refused too. Mismatches go to `failures`;
+/// a malformed case is the `Err`.
 fn run_case(
     case: &Value,
     console: Option<Console>,
     check_hashes: bool,
     failures: &mut Vec<String>,
 ) -> Result<()> {
+    let desc = case_surface(case, failures)?;
+    let rejected = case
+        .get("rejected_by_addrlib")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    let console = case_console(desc.mode, console, rejected)?;
+    let layout = Layout::new(&desc, console);
+    if rejected {
+        if layout.is_ok() {
+            failures.push(format!(
+                "rejected_by_addrlib: addrlib refuses {} {} {}, wavetrace accepted it",
+                desc.mode.name(),
+                desc.dim.name(),
+                desc.format.name
+            ));
+        }
+        return Ok(());
+    }
+    let layout = layout?;
+    check_surface(case, &layout, failures)?;
+    check_mips(case, &layout, failures)?;
+    if case.get("samples_error").is_some() {
+        if layout.can_address() {
+            failures.push(
+                "samples_error: addrlib refuses texel addressing here, wavetrace addressed it"
+                    .into(),
+            );
+        }
+        return Ok(());
+    }
+    check_samples(case, &layout, failures)?;
+    if check_hashes {
+        check_texel_hash(case, &layout, failures)?;
+    }
+    Ok(())
+}
+
+/// The surface a case describes; the case's own mode enumerant and format sizes, when given,
+/// are compared on the way.
+fn case_surface(case: &Value, failures: &mut Vec<String>) -> Result<SurfaceDesc> {
+    let mode = case_mode(case, failures)?;
+    let dim = case_dim(case)?;
+    let format = case_format(case, failures)?;
+    let depth_or_array = if dim == Dimension::D3 {
+        u32_of(case, "depth")?
+    } else {
+        case.get("array_size").and_then(Value::as_u64).unwrap_or(1) as u32
+    };
+    Ok(SurfaceDesc {
+        format,
+        dim,
+        width: u32_of(case, "width")?,
+        height: u32_of(case, "height")?,
+        depth_or_array_size: depth_or_array,
+        mip_levels: u32_of(case, "mip_levels")?,
+        mode,
+    })
+}
+
+/// The case's `swizzle` by name, checked against its `swizzle_enum` if present.
+fn case_mode(case: &Value, failures: &mut Vec<String>) -> Result<SwizzleMode> {
     let mode_name = field(case, "swizzle")?
         .as_str()
         .ok_or_else(|| Error::field("swizzle", "not a string"))?;
@@ -137,12 +203,21 @@ fn run_case(
     if let Some(e) = case.get("swizzle_enum").and_then(Value::as_u64) {
         compare(failures, "swizzle_enum", e, mode.enumerant() as u64);
     }
-    let dim = match field(case, "dim")?.as_str() {
-        Some("1D") => Dimension::D1,
-        Some("2D") => Dimension::D2,
-        Some("3D") => Dimension::D3,
-        other => return Err(Error::field("dim", format!("unknown dimension {other:?}"))),
-    };
+    Ok(mode)
+}
+
+fn case_dim(case: &Value) -> Result<Dimension> {
+    match field(case, "dim")?.as_str() {
+        Some("1D") => Ok(Dimension::D1),
+        Some("2D") => Ok(Dimension::D2),
+        Some("3D") => Ok(Dimension::D3),
+        other => Err(Error::field("dim", format!("unknown dimension {other:?}"))),
+    }
+}
+
+/// The case's `format` by name, checked against its `bytes_per_element` and `element_block`
+/// if present.
+fn case_format(case: &Value, failures: &mut Vec<String>) -> Result<Format> {
     let format = Format::from_name(
         field(case, "format")?
             .as_str()
@@ -159,50 +234,26 @@ fn run_case(
     if let Some(b) = case.get("element_block").and_then(Value::as_u64) {
         compare(failures, "element_block", b, format.element_block as u64);
     }
-    let depth_or_array = if dim == Dimension::D3 {
-        u32_of(case, "depth")?
-    } else {
-        case.get("array_size").and_then(Value::as_u64).unwrap_or(1) as u32
-    };
-    let desc = SurfaceDesc {
-        format,
-        dim,
-        width: u32_of(case, "width")?,
-        height: u32_of(case, "height")?,
-        depth_or_array_size: depth_or_array,
-        mip_levels: u32_of(case, "mip_levels")?,
-        mode,
-    };
-    let needs_config = mode.pipe_xor() != PipeXor::None || mode.block_size() == BlockSize::Var;
-    let rejected = case
-        .get("rejected_by_addrlib")
-        .and_then(Value::as_bool)
-        .unwrap_or(false);
-    let console = match (needs_config, console) {
-        (_, Some(c)) => c,
-        (false, None) => Console::SeriesX,
-        (true, None) if rejected => Console::SeriesX,
-        (true, None) => {
-            return Err(Error::field(
-                "configuration",
-                "the file names no known console configuration; pass --console",
-            ))
-        }
-    };
-    let layout = Layout::new(&desc, console);
-    if rejected {
-        if layout.is_ok() {
-            failures.push(format!(
-                "rejected_by_addrlib: addrlib refuses {} {} {}, wavetrace accepted it",
-                mode.name(),
-                dim.name(),
-                format.name
-            ));
-        }
-        return Ok(());
-    }
-    let layout = layout?;
+    Ok(format)
+}
 
+/// The console to lay the case out on: the one given, else Series X when the mode does not
+/// depend on the configuration (or the case is a rejection); an error otherwise.
+fn case_console(mode: SwizzleMode, console: Option<Console>, rejected: bool) -> Result<Console> {
+    let needs_config = mode.pipe_xor() != PipeXor::None || mode.block_size() == BlockSize::Var;
+    match (needs_config, console) {
+        (_, Some(c)) => Ok(c),
+        (false, None) => Ok(Console::SeriesX),
+        (true, None) if rejected => Ok(Console::SeriesX),
+        (true, None) => Err(Error::field(
+            "configuration",
+            "the file names no known console configuration; pass --console",
+        )),
+    }
+}
+
+/// Compares the case's `surface` fields that it gives.
+fn check_surface(case: &Value, layout: &Layout, failures: &mut Vec<String>) -> Result<()> {
     let s = field(case, "surface")?;
     let surf: [(&str, u64); 12] = [
         ("total_size", layout.total_size),
@@ -231,7 +282,11 @@ fn run_case(
             layout.mip_chain_in_tail,
         );
     }
+    Ok(())
+}
 
+/// Compares the number of levels, then the fields each of the case's `mips` gives.
+fn check_mips(case: &Value, layout: &Layout, failures: &mut Vec<String>) -> Result<()> {
     let mips = field(case, "mips")?
         .as_array()
         .ok_or_else(|| Error::field("mips", "not an array"))?;
@@ -274,58 +329,54 @@ fn run_case(
             compare(failures, &format!("mips[{i}].mip_tail_coord"), c, o);
         }
     }
+    Ok(())
+}
 
-    if case.get("samples_error").is_some() {
-        if layout.can_address() {
-            failures.push(
-                "samples_error: addrlib refuses texel addressing here, wavetrace addressed it"
-                    .into(),
-            );
-        }
+/// Compares the offset of every `[mip, slice, x, y, offset]` sample of the case.
+fn check_samples(case: &Value, layout: &Layout, failures: &mut Vec<String>) -> Result<()> {
+    let Some(samples) = case.get("samples").and_then(Value::as_array) else {
         return Ok(());
-    }
-    if let Some(samples) = case.get("samples").and_then(Value::as_array) {
-        for sample in samples {
-            let v: Vec<u64> = sample
-                .as_array()
-                .map(|a| a.iter().filter_map(Value::as_u64).collect())
-                .unwrap_or_default();
-            if v.len() != 5 {
-                return Err(Error::field(
-                    "samples",
-                    format!("malformed sample {sample}"),
-                ));
-            }
-            let (mip, sl, x, y) = (v[0] as u32, v[1] as u32, v[2] as u32, v[3] as u32);
-            match layout.offset(mip, sl, x, y) {
-                Ok(got) => compare(
-                    failures,
-                    &format!("samples[mip {mip}, slice {sl}, x {x}, y {y}]"),
-                    v[4],
-                    got,
-                ),
-                Err(e) => {
-                    failures.push(format!("samples[mip {mip}, slice {sl}, x {x}, y {y}]: {e}"))
-                }
-            }
-        }
-    }
-    if let Some(hash) = case
-        .get("all_texels_fnv1a64")
-        .and_then(Value::as_str)
-        .filter(|_| check_hashes)
-    {
-        let expected = u64::from_str_radix(hash, 16)
-            .map_err(|_| Error::field("all_texels_fnv1a64", format!("not hex: {hash}")))?;
-        let (got, count) = layout.texel_hash()?;
-        if let Some(n) = case.get("texel_count").and_then(Value::as_u64) {
-            compare(failures, "texel_count", n, count);
-        }
-        if expected != got {
-            failures.push(format!(
-                "all_texels_fnv1a64: expected {expected:016x}, got {got:016x}"
+    };
+    for sample in samples {
+        let v: Vec<u64> = sample
+            .as_array()
+            .map(|a| a.iter().filter_map(Value::as_u64).collect())
+            .unwrap_or_default();
+        if v.len() != 5 {
+            return Err(Error::field(
+                "samples",
+                format!("malformed sample {sample}"),
             ));
         }
+        let (mip, sl, x, y) = (v[0] as u32, v[1] as u32, v[2] as u32, v[3] as u32);
+        match layout.offset(mip, sl, x, y) {
+            Ok(got) => compare(
+                failures,
+                &format!("samples[mip {mip}, slice {sl}, x {x}, y {y}]"),
+                v[4],
+                got,
+            ),
+            Err(e) => failures.push(format!("samples[mip {mip}, slice {sl}, x {x}, y {y}]: {e}")),
+        }
+    }
+    Ok(())
+}
+
+/// Compares the case's `all_texels_fnv1a64` (and `texel_count`) with [`Layout::texel_hash`].
+fn check_texel_hash(case: &Value, layout: &Layout, failures: &mut Vec<String>) -> Result<()> {
+    let Some(hash) = case.get("all_texels_fnv1a64").and_then(Value::as_str) else {
+        return Ok(());
+    };
+    let expected = u64::from_str_radix(hash, 16)
+        .map_err(|_| Error::field("all_texels_fnv1a64", format!("not hex: {hash}")))?;
+    let (got, count) = layout.texel_hash()?;
+    if let Some(n) = case.get("texel_count").and_then(Value::as_u64) {
+        compare(failures, "texel_count", n, count);
+    }
+    if expected != got {
+        failures.push(format!(
+            "all_texels_fnv1a64: expected {expected:016x}, got {got:016x}"
+        ));
     }
     Ok(())
 }
