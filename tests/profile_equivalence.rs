@@ -13,8 +13,9 @@ use wavetrace::profile::rays::{PinholeCamera, SplitMix64};
 use wavetrace::profile::{self, QueryKind, RayKind, RaySet, TraversalKind, Variant};
 use wavetrace::traverse::short_stack::{ChildOrder, TrailStack};
 use wavetrace::traverse::stream::{trace_stream, StreamStats};
-use wavetrace::traverse::{FullStack, LaneOutput, LaneState, Query, WaveRun};
-use wavetrace::wave::{BvhMemory, NodeCache, Wave, WaveIntersector};
+use wavetrace::traverse::{FullStack, LaneOutput, LaneState, LockstepLanes, Query, WaveRun};
+use wavetrace::wave::intersect::RayColumns;
+use wavetrace::wave::{BvhMemory, NodeCache, Portable, Wave, WaveIntersector};
 
 fn shared(name: &str) -> Mesh {
     let path = format!(
@@ -178,8 +179,13 @@ fn stream_without_refill_is_the_shared_wave_loop() {
         let mut a = vec![LaneOutput::default(); rays.len()];
         let mut ca = Counters::default();
         let mut wave: Box<Wave<32, LaneState<_>>> = Box::new(Wave::new(0));
+        let mut columns = RayColumns::default();
         for (w, (r, o)) in rays.chunks(32).zip(a.chunks_mut(32)).enumerate() {
-            run.trace_wave(w as u64, r, &mut wave, o, &mut ca);
+            let lanes = LockstepLanes {
+                wave: &mut wave,
+                columns: &mut columns,
+            };
+            run.trace_wave(Portable, w as u64, r, lanes, o, &mut ca);
         }
         let mut b = vec![LaneOutput::default(); rays.len()];
         let mut cb = Counters::default();

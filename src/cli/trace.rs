@@ -182,7 +182,7 @@ pub fn run(args: TraceArgs) -> Result<i32> {
         trace_seconds,
         threads,
         args.wave,
-        config.strategy.name(),
+        &config.strategy.name(),
         &config.console,
     );
     println!(

@@ -99,6 +99,13 @@ impl TriangleNode {
     pub fn triangle(&self, k: usize) -> [[f32; 3]; 3] {
         TRIANGLE_VERTICES[k].map(|v| self.vertices[v])
     }
+
+    /// The node's sixteen dwords in memory order: V0.x, V0.y, ... V4.z (dwords 0-14, vertex
+    /// v's component a at `3 v + a`), then the word at byte 60 (dword 15).
+    #[inline(always)]
+    pub fn dwords(&self) -> &[u32; 16] {
+        bytemuck::cast_ref(self)
+    }
 }
 
 /// Rounds an f32 to the nearest binary16 not above it (min bounds: `semantics.md` 6.2).

@@ -33,18 +33,17 @@
 //! steps; the stream schedule (`traverse::stream`), which shares none of it, still gives the
 //! same hits and counters (`tests/profile_equivalence.rs`).
 
-use super::{
-    count_wave, lane_ray, LaneHit, LaneOutput, LaneState, PrimitiveIds, Query, Traversal, WaveRun,
-};
+use super::lane::{lane_ray, LaneHit, LaneOutput, LaneState};
+use super::lockstep::count_wave;
+use super::{PrimitiveIds, Query, Traversal, WaveRun};
 use crate::counters::Counters;
 use crate::hw::instruction::{InactiveReason, LaneOutcome};
 use crate::hw::NodePointer;
 use crate::math::Ray;
-use crate::wave::intersector::LaneRay;
-use crate::wave::intersector::{box_query, TriangleBatch, TriangleRay};
-use crate::wave::lanes::ray_is_active;
+use crate::wave::intersect::{LaneRay, TriangleBatch, TriangleRay};
+use crate::wave::isa::Isa;
 use crate::wave::td::{LaneTotals, WaveCost};
-use crate::wave::{InstructionCost, LaneStatus, Wave};
+use crate::wave::{LaneRegisters, LaneResult, LaneStatus, Wave};
 
 /// What one lane did when run alone ([`WaveRun::run_lane_alone`]).
 pub(super) struct LaneRun {
@@ -93,14 +92,37 @@ pub struct ByLaneScratch<L> {
     untested: Vec<u32>,
     /// Bit s set = some irregular lane (one with an untested step) was tested at step s.
     tested: Vec<u64>,
+    /// The lane's triangle test (640 bytes of rows, made once).
+    triangles: TriangleBatch,
+}
+
+/// A lane run alone ([`WaveRun::run_lane_alone`]): its traversal state, the node it asks
+/// for first, its registers (an accepted hit shrinks the extent), their triangle-test
+/// set-up, and its hit bookkeeping.
+pub(super) struct AloneLane<'l, L> {
+    pub trav: &'l mut L,
+    pub node: NodePointer,
+    pub regs: &'l mut LaneRay,
+    pub triangle_ray: &'l TriangleRay,
+    pub hit: &'l mut LaneHit,
+}
+
+/// Where a lane run alone counts what it did: its wave's totals, its untested steps, the
+/// deepest stack, and the scratch of its triangle tests.
+pub(super) struct LaneTally<'t> {
+    pub totals: &'t mut LaneTotals,
+    pub untested: &'t mut Vec<u32>,
+    pub triangles: &'t mut TriangleBatch,
+    pub max_depth: &'t mut usize,
 }
 
 impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
     /// Runs one wave over `rays` (at most `W`), lane after lane: the same hits, per-ray
     /// clocks and counters as [`WaveRun::trace_wave`] (see the module documentation).
     #[inline(always)]
-    pub(crate) fn trace_wave_by_lane<const W: usize>(
+    pub(crate) fn trace_wave_by_lane<I: Isa, const W: usize>(
         &self,
+        isa: I,
         wave_index: u64,
         rays: &[Ray],
         scratch: &mut ByLaneScratch<T::Lane>,
@@ -117,6 +139,7 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
             lane,
             untested,
             tested,
+            triangles,
         } = scratch;
         tested.clear();
         for (ray, o) in rays.iter().zip(out.iter_mut()) {
@@ -130,18 +153,23 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
             hit.tmin = ray.tmin;
             hit.best_t = ray.tmax;
             let tri_ray = TriangleRay::new(&regs);
-            // A lane whose registers the instruction rejects takes the general path at its
-            // first step, which retires it; a lane's registers change only by a finite extent,
-            // so a lane that passes here passes at every step.
-            let active = ray_is_active(&regs);
             let node = traversal.begin(lane, root);
             untested.clear();
             let run = self.run_lane_alone(
-                (lane, node),
-                (&mut regs, &tri_ray, active),
-                &mut hit,
-                (&mut wave_steps.totals, untested),
-                &mut max_depth,
+                isa,
+                AloneLane {
+                    trav: lane,
+                    node,
+                    regs: &mut regs,
+                    triangle_ray: &tri_ray,
+                    hit: &mut hit,
+                },
+                LaneTally {
+                    totals: &mut wave_steps.totals,
+                    untested,
+                    triangles,
+                    max_depth: &mut max_depth,
+                },
                 counters,
             );
             wave_steps.add(run.steps, untested, tested);
@@ -151,82 +179,64 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
         counters.trav_max_stack_depth = counters.trav_max_stack_depth.max(max_depth as u64);
     }
 
-    /// Runs one lane from `node` to its end, alone: each step one query (a cached box, a
-    /// mapped triangle, else the general path), its costs added to `totals`, the steps at
-    /// which nothing was tested pushed to `untested` (numbered from 1 for the first step
-    /// of this call). The lane's state is `lane` (the strategy's), `regs` (its registers;
-    /// an accepted hit shrinks the extent), `tri_ray` and `hit`; `hit.clocks` grows by one a
-    /// tested step. `active`: the instruction accepts the registers ([`ray_is_active`]).
+    /// Runs one lane from its node to its end, alone: each step one instruction
+    /// ([`crate::wave::WaveIntersector::execute`]), its cost added to the tally's totals,
+    /// the steps at which nothing was tested pushed to its `untested` (numbered from 1 for
+    /// the first step of this call). An accepted hit shrinks the lane's extent;
+    /// `hit.clocks` grows by one a tested step.
+    ///
+    /// Whether the instruction accepts the lane's registers is checked once: a lane whose
+    /// registers it rejects takes the general arm at its first step, which retires it, and a
+    /// lane's registers change only by a finite extent, so a lane that passes once passes at
+    /// every step.
     #[inline(always)]
-    pub(super) fn run_lane_alone(
+    pub(super) fn run_lane_alone<I: Isa>(
         &self,
-        (lane, mut node): (&mut T::Lane, NodePointer),
-        (regs, tri_ray, active): (&mut LaneRay, &TriangleRay, bool),
-        hit: &mut LaneHit,
-        (totals, untested): (&mut LaneTotals, &mut Vec<u32>),
-        max_depth: &mut usize,
+        isa: I,
+        lane: AloneLane<'_, T::Lane>,
+        tally: LaneTally<'_>,
         counters: &mut Counters,
     ) -> LaneRun {
         let (intersector, traversal) = (self.intersector, self.traversal);
-        let mode = intersector.descriptor.triangle_return_mode;
-        let sort = intersector.descriptor.box_sort_enable;
-        let grow = intersector.grow();
+        let AloneLane {
+            trav,
+            mut node,
+            regs,
+            triangle_ray,
+            hit,
+        } = lane;
+        let active = crate::wave::lanes::ray_is_active(regs);
         let mut steps = 0u32;
-        // The lane's triangle test, made once (its rows are 640 bytes, zeroed when made).
-        let mut batch = TriangleBatch::default();
         loop {
             steps += 1;
-            // The direct lookups: a cached box node, else a mapped triangle node (types
-            // 0-3); anything else takes the general path.
-            let boxed = (active && node.is_box())
-                .then(|| intersector.cached_box_of_box_pointer(node))
-                .flatten();
-            let triangle = || {
-                (active && node.is_triangle())
-                    .then(|| intersector.mapped_triangle(node))
-                    .flatten()
+            let registers = LaneRegisters {
+                ray: regs,
+                triangle_ray,
+                active,
             };
-            let next = if let Some(b) = boxed {
-                let mut children = [NodePointer::INVALID; 4];
-                let valid = box_query(b, regs, grow, sort, &mut children);
-                totals.box_queries += 1;
-                totals.aabb_useful += b.useful_slots() as u64;
-                hit.clocks += 1;
-                traversal.after_box_masked(lane, node, children, valid)
-            } else if let Some(bytes) = triangle() {
-                batch.clear();
-                batch.push_prepared(bytes, node.triangle_index(), tri_ray);
-                let dwords = batch.run(mode)[0];
-                totals.triangle_tests += 1;
-                self.lane_after_triangle(lane, node, dwords, regs, hit, counters)
-            } else {
-                // Everything else: inactive registers, user nodes, the bounds check,
-                // unmapped memory, uncached boxes.
-                let mut cost = InstructionCost::default();
-                let (dwords, outcome) = intersector.lane_general(node, regs, &mut cost);
-                totals.add(&cost);
-                if cost.box_queries + cost.triangle_tests == 0 {
-                    untested.push(steps);
+            let result = intersector.execute(node, &registers, tally.triangles);
+            tally.totals.cost.add_lane(&result);
+            hit.clocks += result.clocks();
+            let next = match result {
+                LaneResult::Box { result, .. } => {
+                    traversal.after_box_masked(isa, trav, node, result.children, result.valid)
                 }
-                match outcome {
-                    LaneOutcome::Inactive(reason) => {
-                        *max_depth = (*max_depth).max(traversal.stack_depth(lane));
+                LaneResult::Triangle(dwords) => {
+                    self.lane_after_triangle(trav, node, dwords, regs, hit, counters)
+                }
+                LaneResult::Untested { outcome, .. } => {
+                    tally.untested.push(steps);
+                    if let LaneOutcome::Inactive(reason) = outcome {
+                        *tally.max_depth = (*tally.max_depth).max(traversal.stack_depth(trav));
                         return LaneRun {
                             steps,
                             deactivated: Some(reason),
                         };
                     }
-                    LaneOutcome::Tested if node.is_box() => {
-                        hit.clocks += 1;
-                        traversal.after_box(lane, node, dwords.map(NodePointer::from_u32))
-                    }
-                    LaneOutcome::Tested => {
-                        self.lane_after_triangle(lane, node, dwords, regs, hit, counters)
-                    }
-                    _ => traversal.after_leaf(lane, node),
+                    traversal.after_leaf(trav, node)
                 }
             };
-            *max_depth = (*max_depth).max(traversal.stack_depth(lane));
+            *tally.max_depth = (*tally.max_depth).max(traversal.stack_depth(trav));
             match next {
                 Some(p) => node = p,
                 None => {
@@ -247,8 +257,9 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
     ///
     /// Why: a wave's last steps often run one or two lanes; the lockstep step costs the host
     /// the same set-up and mispredicted loop exits whatever its number of lanes.
-    pub(super) fn finish_lanes_alone<const W: usize, const H: usize>(
+    pub(super) fn finish_lanes_alone<I: Isa, const W: usize, const H: usize>(
         &self,
+        isa: I,
         wave: &mut Wave<H, LaneState<T::Lane>>,
         steps: u32,
         wave_cost: &mut [WaveCost; 2],
@@ -259,6 +270,7 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
         // lanes (usually none: no allocation).
         let mut wave_steps = [LaneSteps::default(), LaneSteps::default()];
         let (mut untested, mut tested) = (Vec::new(), [Vec::new(), Vec::new()]);
+        let mut triangles = TriangleBatch::default();
         let mut exec = wave.exec;
         while exec != 0 {
             let i = exec.trailing_zeros() as usize;
@@ -267,11 +279,20 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
             untested.clear();
             let state = &mut wave.state[i];
             let run = self.run_lane_alone(
-                (&mut state.trav, wave.node[i]),
-                (&mut wave.ray[i], &state.triangle_ray, true),
-                &mut state.hit,
-                (&mut wave_steps[k].totals, &mut untested),
-                max_depth,
+                isa,
+                AloneLane {
+                    trav: &mut state.trav,
+                    node: wave.node[i],
+                    regs: &mut wave.ray[i],
+                    triangle_ray: &state.triangle_ray,
+                    hit: &mut state.hit,
+                },
+                LaneTally {
+                    totals: &mut wave_steps[k].totals,
+                    untested: &mut untested,
+                    triangles: &mut triangles,
+                    max_depth,
+                },
                 counters,
             );
             wave_steps[k].add(run.steps, &untested, &mut tested[k]);
@@ -305,7 +326,6 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
         hit: &mut LaneHit,
         counters: &mut Counters,
     ) -> Option<NodePointer> {
-        hit.clocks += 1;
         if let Some(t) = hit.offer(node, dwords, || self.prim_id.primitive_id(node, &dwords)) {
             counters.trav_hits_accepted += 1;
             regs.extent = t;

@@ -9,6 +9,7 @@
 use super::short_stack::{CountedTraversal, LaneEvents};
 use super::Traversal;
 use crate::hw::{NodePointer, NodeType};
+use crate::wave::isa::Isa;
 
 /// Walks leaf chains on top of any strategy `T`: after triangle k > 0 the lane asks for
 /// triangle k-1 of the same node; after triangle 0 (or any other node) `T` decides.
@@ -38,27 +39,15 @@ impl<T: Traversal> Traversal for LeafChains<T> {
     }
 
     #[inline(always)]
-    fn after_box_masked(
+    fn after_box_masked<I: Isa>(
         &self,
+        isa: I,
         lane: &mut Self::Lane,
         node: NodePointer,
         children: [NodePointer; 4],
         valid: u32,
     ) -> Option<NodePointer> {
-        self.0.after_box_masked(lane, node, children, valid)
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    #[inline(always)]
-    unsafe fn after_box_masked_avx(
-        &self,
-        lane: &mut Self::Lane,
-        node: NodePointer,
-        children: [NodePointer; 4],
-        valid: u32,
-    ) -> Option<NodePointer> {
-        // SAFETY: the caller guarantees AVX and `valid < 16`.
-        unsafe { self.0.after_box_masked_avx(lane, node, children, valid) }
+        self.0.after_box_masked(isa, lane, node, children, valid)
     }
 
     #[inline(always)]

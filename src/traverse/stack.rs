@@ -8,6 +8,7 @@
 
 use super::Traversal;
 use crate::hw::NodePointer;
+use crate::wave::isa::{Isa, Portable};
 
 /// Full per-lane stack (the default strategy).
 #[derive(Clone, Copy, Debug, Default)]
@@ -60,58 +61,26 @@ impl StackLane {
     }
 
     /// Pushes `children[1..n]` so that `children[1]` is on top and goes to `children[0]`
-    /// when `n >= 1`; pops when `n == 0` (`0 <= n <= 4`; entries from `n` on are the invalid
-    /// pointer 0xFFFFFFFF, as a sorted box result has them).
+    /// when `n >= 1`; pops when `n == 0` (`0 <= n <= 4`; entries from `n` on are INVALID, as
+    /// a sorted box result has them).
     ///
-    /// One four-slot write ending at the new top + 1, of the children in reverse order
-    /// (`[c3, c2, c1, c0]`): the valid ones land on their slots (c0 on the slot just above
-    /// the new top, free, overwritten by the next push), and the slots that would get an
-    /// invalid child keep what they held (entries below the old top, or the floor).
-    ///
-    /// Without a branch on `n`: whether a box query hit nothing is data the CPU cannot
-    /// predict. With `n == 0` the write stores only invalid children, so it keeps every slot
-    /// (the window ends at the old top, above the floor: an empty stack returns first), and
-    /// its last slot is the entry a pop takes; with `n >= 1` its last slot is `children[0]`.
-    /// So the next node is the window's last slot after the write, and the new top is
-    /// `top + n - 1` in both cases.
+    /// One four-slot vector write of the children in reverse order
+    /// ([`Isa::write_reversed_prefix`]), without a branch on `n`: whether a box query hit
+    /// nothing is data the CPU cannot predict. The write leaves `children[n - 1..=0]` on
+    /// the slots from the old top up, and the next node is the slot at `top + n - 1`:
+    /// `children[0]`, or, with `n == 0`, the entry a pop takes. The new top is `top + n - 1`
+    /// in both cases.
     #[inline(always)]
-    fn push_sorted_or_pop(&mut self, children: [NodePointer; 4], n: usize) -> Option<NodePointer> {
-        let top = self.window(n)?;
-        // SAFETY: `base = top + n - 4` does not wrap: with `n >= 1`, `top >= FLOOR = 3`;
-        // with `n == 0`, `top > FLOOR` (see `window`), so `top >= 4`. And
-        // `base + 4 = top + n <= top + 4 <= buf.len()` (see `window`).
-        let dst =
-            unsafe { &mut *(self.buf.as_mut_ptr().add(top + n - 4) as *mut [NodePointer; 4]) };
-        let next = write_reversed_keeping_invalid(dst, children);
-        self.top = top + n - 1;
-        Some(next)
-    }
-
-    /// [`Self::push_sorted_or_pop`] in an AVX build: the same stack after the call and the
-    /// same node returned, written without reading the stack first.
-    ///
-    /// The children's first `n` entries go reversed to the slots from `top` up (`c[n-1]` at
-    /// `top`, ..., `c[0]` at `top + n - 1`) in one four-slot store, by a variable permute
-    /// (AVX's `vpermilps`); the slots past them lie above the new top. The next node is then
-    /// the slot at `top + n - 1`: `c[0]`, or, with `n == 0`, the entry a pop takes. No load
-    /// of the old slots, no blend: the SSE2 form's load of four slots at a moving offset
-    /// overlaps the previous push's store, and the masked store LLVM makes of its load-blend-
-    /// store (`vpmaskmovd`) is slow on AMD's cores (this form: 1.06-1.10x on a Zen 4 EPYC).
-    ///
-    /// # Safety
-    /// The CPU must support AVX, and `n <= 4`.
-    #[cfg(target_arch = "x86_64")]
-    #[inline(always)]
-    unsafe fn push_sorted_or_pop_avx(
+    fn push_sorted_or_pop<I: Isa>(
         &mut self,
+        isa: I,
         children: [NodePointer; 4],
         n: usize,
     ) -> Option<NodePointer> {
         let top = self.window(n)?;
-        // SAFETY: `top + 4 <= buf.len()` and, as `n <= 4` (the caller's promise),
-        // `top + n - 1 < top + 4`; with `n == 0`, `top > FLOOR`, so `top + n - 1 >= FLOOR`
-        // does not wrap (see `window`). The caller guarantees AVX.
-        let next = unsafe { write_prefix_reversed_avx(self.buf.as_mut_ptr(), top, children, n) };
+        // SAFETY: `n <= 4`; `window` leaves `top + 4 <= buf.len()`, `top >= FLOOR = 3`, and
+        // `top > FLOOR` when `n == 0`.
+        let next = unsafe { isa.write_reversed_prefix(self.buf.as_mut_ptr(), top, children, n) };
         self.top = top + n - 1;
         Some(next)
     }
@@ -139,89 +108,6 @@ impl StackLane {
     }
 }
 
-/// `dst[j] = children[3 - j]` where that child is valid (not 0xFFFFFFFF); other slots keep
-/// their value. Returns the last slot's new value. SSE2 (x86-64 baseline): shuffle, compare,
-/// blend, one load and one store.
-#[cfg(target_arch = "x86_64")]
-#[inline(always)]
-fn write_reversed_keeping_invalid(
-    dst: &mut [NodePointer; 4],
-    children: [NodePointer; 4],
-) -> NodePointer {
-    use core::arch::x86_64::*;
-    // SAFETY: SSE2 is part of the x86-64 baseline; both accesses are unaligned 16-byte
-    // accesses to a `[u32; 4]`.
-    unsafe {
-        let c = _mm_loadu_si128(children.as_ptr() as *const __m128i);
-        let rev = _mm_shuffle_epi32::<0b00_01_10_11>(c);
-        let invalid = _mm_cmpeq_epi32(rev, _mm_set1_epi32(-1));
-        let old = _mm_loadu_si128(dst.as_ptr() as *const __m128i);
-        let new = _mm_or_si128(_mm_andnot_si128(invalid, rev), _mm_and_si128(invalid, old));
-        _mm_storeu_si128(dst.as_mut_ptr() as *mut __m128i, new);
-        NodePointer::from_u32(_mm_cvtsi128_si32(_mm_shuffle_epi32::<0b11_11_11_11>(new)) as u32)
-    }
-}
-
-/// Writes `children[n - 1 - j]` to `buf[top + j]` for `j < n` (and don't-care values to
-/// the slots up to `top + 3`), then returns `buf[top + n - 1]`.
-///
-/// # Safety
-/// `n <= 4`; `buf[top..top + 4]` and `buf[top + n - 1]` must be in bounds; the CPU must
-/// support AVX.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx")]
-#[inline]
-unsafe fn write_prefix_reversed_avx(
-    buf: *mut NodePointer,
-    top: usize,
-    children: [NodePointer; 4],
-    n: usize,
-) -> NodePointer {
-    use core::arch::x86_64::*;
-    // Slot j takes child (n - 1 - j) mod 4: the permute reads the two low bits of each index.
-    // From a table, so that the permute takes its control from memory (one instruction,
-    // where building it in a register took three).
-    static INDEX: [[i32; 4]; 5] = {
-        let mut t = [[0; 4]; 5];
-        let mut n = 0;
-        while n < 5 {
-            let mut j = 0;
-            while j < 4 {
-                t[n][j] = (n as i32 - 1 - j as i32) & 3;
-                j += 1;
-            }
-            n += 1;
-        }
-        t
-    };
-    // SAFETY: in bounds by the caller's contract, `n <= 4` included.
-    unsafe {
-        let index = _mm_loadu_si128(INDEX.get_unchecked(n).as_ptr() as *const __m128i);
-        let c = _mm_loadu_ps(children.as_ptr() as *const f32);
-        _mm_storeu_ps(buf.add(top) as *mut f32, _mm_permutevar_ps(c, index));
-        // A load, not a select of `children[0]` against the slot below: `n == 0` is data the
-        // CPU cannot predict; the plain select compiled to a branch (0.92-0.98x), and a
-        // `cmov` (`select_unpredictable`) measured the same as this load.
-        *buf.add(top + n - 1)
-    }
-}
-
-/// Portable form of the SSE2 write above.
-#[cfg(not(target_arch = "x86_64"))]
-#[inline(always)]
-fn write_reversed_keeping_invalid(
-    dst: &mut [NodePointer; 4],
-    children: [NodePointer; 4],
-) -> NodePointer {
-    for (j, d) in dst.iter_mut().enumerate() {
-        let c = children[3 - j];
-        if !c.is_invalid() {
-            *d = c;
-        }
-    }
-    dst[3]
-}
-
 impl Traversal for FullStack {
     type Lane = StackLane;
 
@@ -247,12 +133,13 @@ impl Traversal for FullStack {
             | (!children[1].is_invalid() as u32) << 1
             | (!children[2].is_invalid() as u32) << 2
             | (!children[3].is_invalid() as u32) << 3;
-        self.after_box_masked(lane, node, children, valid)
+        self.after_box_masked(Portable, lane, node, children, valid)
     }
 
     #[inline(always)]
-    fn after_box_masked(
+    fn after_box_masked<I: Isa>(
         &self,
+        isa: I,
         lane: &mut StackLane,
         _node: NodePointer,
         children: [NodePointer; 4],
@@ -263,7 +150,7 @@ impl Traversal for FullStack {
             // No holes (always so when sorting is on): go to children[0], push the rest so
             // that children[1] pops first; with no child, pop.
             let n = valid.count_ones() as usize;
-            return lane.push_sorted_or_pop(children, n);
+            return lane.push_sorted_or_pop(isa, children, n);
         }
         // Unsorted results may have holes: skip invalid slots.
         let mut next = None;
@@ -275,23 +162,6 @@ impl Traversal for FullStack {
             }
         }
         next.or_else(|| lane.pop())
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    #[inline(always)]
-    unsafe fn after_box_masked_avx(
-        &self,
-        lane: &mut StackLane,
-        node: NodePointer,
-        children: [NodePointer; 4],
-        valid: u32,
-    ) -> Option<NodePointer> {
-        if valid & (valid + 1) == 0 {
-            let n = valid.count_ones() as usize;
-            // SAFETY: the caller guarantees AVX, and `valid < 16`, so `n <= 4`.
-            return unsafe { lane.push_sorted_or_pop_avx(children, n) };
-        }
-        self.after_box_masked(lane, node, children, valid)
     }
 
     #[inline]
@@ -362,20 +232,19 @@ mod tests {
         matches_a_plain_vec_stack_with(|t, lane, children| t.after_box_raw(lane, 0, children));
     }
 
-    /// The AVX build's box step (`after_box_masked_avx`) against the same model.
-    #[cfg(target_arch = "x86_64")]
+    /// The AVX2 build's box step (its vector stack write) against the same model.
     #[test]
-    fn avx_build_matches_a_plain_vec_stack() {
-        if !std::is_x86_feature_detected!("avx") {
-            eprintln!("skipped: this CPU has no AVX");
+    fn avx2_build_matches_a_plain_vec_stack() {
+        let Some(avx2) = crate::wave::isa::Avx2::detect() else {
+            eprintln!("skipped: this CPU has no AVX2");
             return;
-        }
+        };
         matches_a_plain_vec_stack_with(|t, lane, children| {
             let valid = (0..4).fold(0, |v, c| v | ((children[c] != u32::MAX) as u32) << c);
             let children = children.map(NodePointer::from_u32);
             let node = NodePointer::from_u32(0);
-            // SAFETY: checked above that the CPU has AVX; `valid` has four bits.
-            unsafe { t.after_box_masked_avx(lane, node, children, valid) }.map(NodePointer::to_u32)
+            t.after_box_masked(avx2, lane, node, children, valid)
+                .map(NodePointer::to_u32)
         });
     }
 

@@ -8,162 +8,57 @@
 //! threads.
 
 use super::by_lane::ByLaneScratch;
-use super::{
-    hit_from_dwords, FullStack, LaneOutput, LaneState, LeafChains, PrimitiveIds, Query, Traversal,
-    WaveRun,
-};
+use super::config::{Schedule, Strategy, WaveTracerConfig};
+use super::lane::{hit_from_dwords, LaneOutput, LaneState};
+use super::lockstep::{LockstepBlock, LockstepLanes};
+use super::short_stack::{ChildOrder, TrailStack, WalkBack};
+use super::{FullStack, LeafChains, PrimitiveIds, Query, Traversal, WaveRun};
 use crate::bvh::query::barycentrics_f64;
 use crate::bvh::{BvhImage, Mesh};
 use crate::counters::Counters;
 use crate::hw::descriptor::{BvhDescriptor, TriangleReturnMode};
-use crate::hw::peak::{ConsoleConfig, SERIES_X};
 use crate::hw::{NodePointer, NodeType, TriangleNode};
 use crate::math::{Hit, HitRecord, Ray};
-use crate::wave::intersector::RayColumns;
+use crate::wave::intersect::RayColumns;
+use crate::wave::isa::{Isa, IsaKernel, Portable};
 use crate::wave::{BvhMemory, NodeCache, Tracer, Wave, WaveIntersector, WaveWidth};
 use rayon::prelude::*;
 
 /// Waves per parallel block.
 pub const CHUNK_WAVES: usize = 16;
 
-/// Which traversal shader runs.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize)]
-pub enum Strategy {
-    /// Complete per-lane stack ([`FullStack`]).
-    #[default]
-    FullStack,
-}
-
-impl Strategy {
-    /// Name used on the command line and in reports.
-    pub fn name(self) -> &'static str {
-        match self {
-            Strategy::FullStack => "full-stack",
-        }
-    }
-
-    /// From its name.
-    pub fn from_name(name: &str) -> Option<Strategy> {
-        match name {
-            "full-stack" => Some(Strategy::FullStack),
-            _ => None,
-        }
-    }
-}
-
-/// Which build of the wave loop runs. Every build gives the same hits and counters; they
-/// differ in speed only.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize)]
-pub enum SimdPath {
-    /// The fastest build this CPU supports.
-    #[default]
-    Auto,
-    /// `wide` only (SSE2 on x86-64, NEON on aarch64).
-    Portable,
-    /// x86-64 with AVX2: box lanes tested in pairs.
-    Avx2,
-}
-
-impl SimdPath {
-    /// Name used on the command line and in reports.
-    pub fn name(self) -> &'static str {
-        match self {
-            SimdPath::Auto => "auto",
-            SimdPath::Portable => "portable",
-            SimdPath::Avx2 => "avx2",
-        }
-    }
-
-    /// Whether this CPU can run the build.
-    pub fn is_supported(self) -> bool {
-        match self {
-            SimdPath::Auto | SimdPath::Portable => true,
-            #[cfg(target_arch = "x86_64")]
-            SimdPath::Avx2 => std::is_x86_feature_detected!("avx2"),
-            #[cfg(not(target_arch = "x86_64"))]
-            SimdPath::Avx2 => false,
-        }
-    }
-
-    /// The build that runs: `Auto` becomes the fastest supported one, and a build the CPU
-    /// lacks falls back to the next slower one.
-    pub fn resolve(self) -> SimdPath {
-        match self {
-            SimdPath::Auto | SimdPath::Avx2 if SimdPath::Avx2.is_supported() => SimdPath::Avx2,
-            _ => SimdPath::Portable,
-        }
-    }
-}
-
-/// In which order the host runs the lanes of a wave. Every schedule gives the same hits and
-/// counters (the wave's steps are the hardware's either way); they differ in speed only.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize)]
-pub enum Schedule {
-    /// Step by step, as the hardware runs a wave: each step issues the instruction for every
-    /// active lane ([`super::WaveRun::trace_wave`]). wave32 waves run two at a time, their
-    /// steps side by side in 64 host lanes (each wave's steps and counters its own). The
-    /// default: the faster one here.
-    #[default]
-    Lockstep,
-    /// Lane by lane: each lane runs its traversal to the end, and the wave's counters are
-    /// rebuilt from each lane's steps (see `traverse::by_lane`). An independent second
-    /// computation of the wave's counters; about 1.4x slower than lockstep on this machine
-    /// (one lane's steps form one dependency chain, where lockstep overlaps 32 or 64).
-    ByLane,
-}
-
-impl Schedule {
-    /// Name used on the command line and in reports.
-    pub fn name(self) -> &'static str {
-        match self {
-            Schedule::Lockstep => "lockstep",
-            Schedule::ByLane => "by-lane",
-        }
-    }
-}
-
-/// How a [`WaveTracer`] runs.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct WaveTracerConfig {
-    /// wave32 or wave64.
-    pub wave: WaveWidth,
-    /// The console whose TD count the report leads with (both are always counted).
-    pub console: ConsoleConfig,
-    /// The traversal shader.
-    pub strategy: Strategy,
-    /// Run blocks of waves on the rayon pool (results are the same either way).
-    pub parallel: bool,
-    /// The build of the wave loop (results are the same for every build).
-    pub simd: SimdPath,
-    /// The host's order of a wave's lanes (results are the same for every schedule).
-    pub schedule: Schedule,
-}
-
-impl Default for WaveTracerConfig {
-    fn default() -> Self {
-        WaveTracerConfig {
-            wave: WaveWidth::W32,
-            console: SERIES_X,
-            strategy: Strategy::FullStack,
-            parallel: true,
-            simd: SimdPath::Auto,
-            schedule: Schedule::default(),
-        }
-    }
-}
-
 /// 64 bytes, cache-line aligned.
 #[repr(C, align(64))]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 struct Block([u8; 64]);
 
-/// The wave model as a [`Tracer`]: a BVH byte image, its descriptor and root, a cache of
-/// decoded box nodes, and the primitive-id map.
-pub struct WaveTracer {
-    /// The image, copied into 64-byte aligned blocks so that every node starts a cache line.
+/// A BVH image copied into 64-byte aligned blocks, so that every node starts a cache line (a
+/// `Vec<u8>` is not aligned).
+struct AlignedImage {
     blocks: Vec<Block>,
     /// Image length in bytes (`blocks` may end with padding that is not mapped).
     len: usize,
+}
+
+impl AlignedImage {
+    fn new(bytes: &[u8]) -> AlignedImage {
+        let mut blocks = vec![Block([0; 64]); bytes.len().div_ceil(64)];
+        bytemuck::cast_slice_mut::<Block, u8>(&mut blocks)[..bytes.len()].copy_from_slice(bytes);
+        AlignedImage {
+            blocks,
+            len: bytes.len(),
+        }
+    }
+
+    fn bytes(&self) -> &[u8] {
+        &bytemuck::cast_slice::<Block, u8>(&self.blocks)[..self.len]
+    }
+}
+
+/// The wave model as a [`Tracer`]: a BVH byte image, its descriptor and root, the node cache,
+/// and the primitive-id map.
+pub struct WaveTracer {
+    image: AlignedImage,
     va: u64,
     descriptor: BvhDescriptor,
     root: NodePointer,
@@ -173,6 +68,9 @@ pub struct WaveTracer {
     mesh: Option<Mesh>,
     /// Triangle pointers stand for leaf chains ([`LeafChains`]).
     leaf_chains: bool,
+    /// The image's side tables without its bytes, kept for a strategy that reads parent
+    /// pointers ([`Strategy::needs_parents`]).
+    tables: Option<BvhImage>,
     config: WaveTracerConfig,
 }
 
@@ -229,7 +127,7 @@ impl PrimitiveIds for ImageIds {
 
 /// The image's primitive ids as the wave loop reads them: from the node cache's copy of the
 /// triangle node (on the line the lane's prefetch of the node fetched), else from the table.
-/// The copies were set from the same table ([`WaveTracer::with_ids`]).
+/// The copies were set from the same table when the tracer was made.
 struct CachedIds<'a> {
     intersector: &'a WaveIntersector<'a>,
     table: &'a ImageIds,
@@ -248,7 +146,7 @@ impl PrimitiveIds for CachedIds<'_> {
 impl std::fmt::Debug for WaveTracer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("WaveTracer")
-            .field("bytes", &self.len)
+            .field("bytes", &self.image.len)
             .field("va", &self.va)
             .field("descriptor", &self.descriptor)
             .field("root", &self.root)
@@ -258,13 +156,6 @@ impl std::fmt::Debug for WaveTracer {
     }
 }
 
-/// `bytes` copied into 64-byte aligned blocks (a `Vec<u8>` is not aligned), and their length.
-fn aligned_blocks(bytes: &[u8]) -> (Vec<Block>, usize) {
-    let mut blocks = vec![Block([0; 64]); bytes.len().div_ceil(64)];
-    bytemuck::cast_slice_mut::<Block, u8>(&mut blocks)[..bytes.len()].copy_from_slice(bytes);
-    (blocks, bytes.len())
-}
-
 impl WaveTracer {
     /// A tracer over `image`, built from `mesh`.
     ///
@@ -272,46 +163,51 @@ impl WaveTracer {
     /// [`LeafChains`] around the strategy.
     pub fn new(image: &BvhImage, mesh: &Mesh, config: WaveTracerConfig) -> WaveTracer {
         let ids = ImageIds::new(image, mesh.len() as u32);
-        let blocks = aligned_blocks(&image.bytes);
-        WaveTracer::from_image_parts(blocks, image, ids, mesh, config)
+        let aligned = AlignedImage::new(&image.bytes);
+        let tables = config.strategy.needs_parents().then(|| side_tables(image));
+        WaveTracer::from_image_parts(aligned, image, tables, ids, mesh, config)
     }
 
-    /// [`WaveTracer::new`], taking the image: its bytes and side tables are freed once the
-    /// tracer has its aligned copy, before the node cache is built, so that the image is
-    /// never held twice beside the cache (the peak memory of tracing a large mesh).
-    pub fn from_image(image: BvhImage, mesh: &Mesh, config: WaveTracerConfig) -> WaveTracer {
+    /// [`WaveTracer::new`], taking the image: its bytes (and its side tables, unless the
+    /// strategy reads parent pointers) are freed once the tracer has its aligned copy, before
+    /// the node cache is built, so that the image is never held twice beside the cache (the
+    /// peak memory of tracing a large mesh).
+    pub fn from_image(mut image: BvhImage, mesh: &Mesh, config: WaveTracerConfig) -> WaveTracer {
         let ids = ImageIds::new(&image, mesh.len() as u32);
-        let blocks = aligned_blocks(&image.bytes);
+        let aligned = AlignedImage::new(&image.bytes);
+        image.bytes = Vec::new();
         let settings = image.settings_only();
-        drop(image);
-        WaveTracer::from_image_parts(blocks, &settings, ids, mesh, config)
+        let tables = config.strategy.needs_parents().then_some(image);
+        WaveTracer::from_image_parts(aligned, &settings, tables, ids, mesh, config)
     }
 
-    /// The tracer over `blocks` (the aligned copy of `image`'s bytes, which it need not hold).
+    /// The tracer over `aligned` (the aligned copy of `image`'s bytes, which it need not
+    /// hold).
     fn from_image_parts(
-        (blocks, len): (Vec<Block>, usize),
+        aligned: AlignedImage,
         image: &BvhImage,
+        tables: Option<BvhImage>,
         ids: ImageIds,
         mesh: &Mesh,
         config: WaveTracerConfig,
     ) -> WaveTracer {
-        let mut tracer = WaveTracer::with_blocks(
-            (blocks, len),
-            0,
-            image.descriptor,
-            image.root,
-            Ids::Image(ids),
-            config,
-        );
+        let parts = ImageParts {
+            va: 0,
+            descriptor: image.descriptor,
+            root: image.root,
+        };
+        let mut tracer = WaveTracer::with_image(aligned, parts, Ids::Image(ids), config);
         if image.descriptor.triangle_return_mode == TriangleReturnMode::TriangleId {
             tracer.mesh = Some(mesh.clone());
         }
         tracer.leaf_chains = image.leaf_chains;
+        tracer.tables = tables;
         tracer
     }
 
     /// From raw parts: the image `bytes` mapped at virtual address `va`, its descriptor, the
-    /// root node pointer and the primitive-id map.
+    /// root node pointer and the primitive-id map. Panics if the strategy reads parent
+    /// pointers (there are no side tables here).
     pub fn from_parts(
         bytes: Vec<u8>,
         va: u64,
@@ -320,22 +216,38 @@ impl WaveTracer {
         prim_ids: Box<dyn PrimitiveIds>,
         config: WaveTracerConfig,
     ) -> WaveTracer {
-        let blocks = aligned_blocks(&bytes);
+        assert!(
+            !config.strategy.needs_parents(),
+            "a tracer from raw parts has no parent tables for {}",
+            config.strategy.name()
+        );
+        let aligned = AlignedImage::new(&bytes);
         drop(bytes);
-        WaveTracer::with_blocks(blocks, va, descriptor, root, Ids::Other(prim_ids), config)
+        let parts = ImageParts {
+            va,
+            descriptor,
+            root,
+        };
+        WaveTracer::with_image(aligned, parts, Ids::Other(prim_ids), config)
     }
 
-    /// The tracer over the image in `blocks` (its first `len` bytes), with its node cache.
-    fn with_blocks(
-        (blocks, len): (Vec<Block>, usize),
-        va: u64,
-        descriptor: BvhDescriptor,
-        root: NodePointer,
+    /// The tracer over `image`, with its node cache.
+    fn with_image(
+        image: AlignedImage,
+        parts: ImageParts,
         prim_ids: Ids,
         config: WaveTracerConfig,
     ) -> WaveTracer {
-        let image = &bytemuck::cast_slice::<Block, u8>(&blocks)[..len];
-        let mut cache = NodeCache::build(&BvhMemory { bytes: image, va }, &descriptor, root);
+        let ImageParts {
+            va,
+            descriptor,
+            root,
+        } = parts;
+        let memory = BvhMemory {
+            bytes: image.bytes(),
+            va,
+        };
+        let mut cache = NodeCache::build(&memory, &descriptor, root);
         if let Ids::Image(ids) = &prim_ids {
             cache.set_primitive_ids(|block, k| {
                 ids.table
@@ -345,8 +257,7 @@ impl WaveTracer {
             });
         }
         WaveTracer {
-            blocks,
-            len,
+            image,
             va,
             descriptor,
             root,
@@ -354,21 +265,29 @@ impl WaveTracer {
             prim_ids,
             mesh: None,
             leaf_chains: false,
+            tables: None,
             config,
         }
     }
 
     /// Length in bytes of the BVH image the tracer reads.
     pub fn image_len(&self) -> usize {
-        self.len
+        self.image.len
     }
 
     pub fn config(&self) -> &WaveTracerConfig {
         &self.config
     }
 
-    /// Changes the configuration (wave width, console, strategy, parallelism).
+    /// Changes the configuration (wave width, console, strategy, parallelism). Panics if the
+    /// new strategy reads parent pointers and the tracer was made without them (make it with
+    /// that strategy).
     pub fn set_config(&mut self, config: WaveTracerConfig) {
+        assert!(
+            !config.strategy.needs_parents() || self.tables.is_some(),
+            "{} needs the image's parent tables: make the tracer with it",
+            config.strategy.name()
+        );
         self.config = config;
     }
 
@@ -382,14 +301,11 @@ impl WaveTracer {
 
     /// The wave instruction over this tracer's image.
     pub fn intersector(&self) -> WaveIntersector<'_> {
-        WaveIntersector::new(
-            BvhMemory {
-                bytes: &bytemuck::cast_slice::<Block, u8>(&self.blocks)[..self.len],
-                va: self.va,
-            },
-            self.descriptor,
-            Some(&self.cache),
-        )
+        let memory = BvhMemory {
+            bytes: self.image.bytes(),
+            va: self.va,
+        };
+        WaveIntersector::new(memory, self.descriptor, Some(&self.cache))
     }
 
     /// Traces `rays` and returns each lane's raw result (accepted triangle pointer and
@@ -419,102 +335,143 @@ impl WaveTracer {
         counters: &mut Counters,
     ) {
         assert_eq!(rays.len(), out.len(), "one output per ray");
-        let Strategy::FullStack = self.config.strategy;
-        let (full, chains) = (&FullStack, &LeafChains(FullStack));
-        match (self.config.wave, self.leaf_chains) {
-            (WaveWidth::W32, false) => {
-                self.run::<32, 64, _, O>(full, rays, query, out, convert, counters)
+        let job = TraceJob {
+            rays,
+            query,
+            out,
+            convert,
+            counters,
+        };
+        let order = ChildOrder {
+            sorted: self.descriptor.box_sort_enable,
+            leaf_first: false,
+        };
+        match self.config.strategy {
+            Strategy::FullStack => self.trace_with(FullStack, job),
+            Strategy::RestartTrail(capacity) => {
+                self.trace_with(TrailStack { capacity, order }, job)
             }
-            (WaveWidth::W64, false) => {
-                self.run::<64, 64, _, O>(full, rays, query, out, convert, counters)
-            }
-            (WaveWidth::W32, true) => {
-                self.run::<32, 64, _, O>(chains, rays, query, out, convert, counters)
-            }
-            (WaveWidth::W64, true) => {
-                self.run::<64, 64, _, O>(chains, rays, query, out, convert, counters)
+            Strategy::StacklessTrail => self.trace_with(TrailStack { capacity: 0, order }, job),
+            Strategy::WalkBack(capacity) => {
+                let tables = self
+                    .tables
+                    .as_ref()
+                    .expect("a walk-back tracer keeps its tables");
+                self.trace_with(WalkBack::new(capacity, order, tables), job)
             }
         }
     }
 
-    /// Traces in waves of `W` lanes, run `H / W` at a time by the lockstep schedule
-    /// ([`WaveRun::trace_waves_on`]: the same steps and counters per wave).
+    /// Traces `job` with `traversal` (with the leaf-chain walk around it for a chained
+    /// image), in waves of the configured width.
+    fn trace_with<T: Traversal, O: Send>(
+        &self,
+        traversal: T,
+        job: TraceJob<'_, O, impl Fn(&Ray, &LaneOutput, &mut O) + Sync>,
+    ) {
+        match (self.config.wave, self.leaf_chains) {
+            (WaveWidth::W32, false) => self.run::<32, 64, _, O>(&traversal, job),
+            (WaveWidth::W64, false) => self.run::<64, 64, _, O>(&traversal, job),
+            (WaveWidth::W32, true) => self.run::<32, 64, _, O>(&LeafChains(traversal), job),
+            (WaveWidth::W64, true) => self.run::<64, 64, _, O>(&LeafChains(traversal), job),
+        }
+    }
+
+    /// Traces in waves of `W` lanes, run `H / W` at a time by the lockstep schedule (the
+    /// same steps and counters per wave).
     fn run<const W: usize, const H: usize, T: Traversal, O: Send>(
         &self,
         traversal: &T,
-        rays: &[Ray],
-        query: Query,
-        out: &mut [O],
-        convert: &(impl Fn(&Ray, &LaneOutput, &mut O) + Sync),
-        counters: &mut Counters,
+        job: TraceJob<'_, O, impl Fn(&Ray, &LaneOutput, &mut O) + Sync>,
     ) {
         let intersector = self.intersector();
-        let run = (&intersector, traversal);
+        let (root, query) = (self.root, job.query);
         match &self.prim_ids {
             Ids::Image(table) => {
                 let ids = CachedIds {
                     intersector: &intersector,
                     table,
                 };
-                self.run_with::<W, H, T, _, O>(run, &ids, rays, query, out, convert, counters)
+                let run = WaveRun {
+                    intersector: &intersector,
+                    traversal,
+                    root,
+                    prim_id: &ids,
+                    query,
+                };
+                self.run_blocks::<W, H, T, _, O>(&run, job)
             }
             Ids::Other(ids) => {
-                self.run_with::<W, H, T, _, O>(run, &**ids, rays, query, out, convert, counters)
+                let run = WaveRun {
+                    intersector: &intersector,
+                    traversal,
+                    root,
+                    prim_id: &**ids,
+                    query,
+                };
+                self.run_blocks::<W, H, T, _, O>(&run, job)
             }
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn run_with<const W: usize, const H: usize, T: Traversal, P: PrimitiveIds + ?Sized, O: Send>(
+    /// Runs the blocks of [`CHUNK_WAVES`] waves, in parallel when configured, each with the
+    /// configured schedule and build of the wave loop.
+    fn run_blocks<const W: usize, const H: usize, T: Traversal, P, O: Send>(
         &self,
-        (intersector, traversal): (&WaveIntersector, &T),
-        prim_id: &P,
-        rays: &[Ray],
-        query: Query,
-        out: &mut [O],
-        convert: &(impl Fn(&Ray, &LaneOutput, &mut O) + Sync),
-        counters: &mut Counters,
-    ) {
+        run: &WaveRun<'_, T, P>,
+        job: TraceJob<'_, O, impl Fn(&Ray, &LaneOutput, &mut O) + Sync>,
+    ) where
+        P: PrimitiveIds + ?Sized,
+    {
         let block = CHUNK_WAVES * W;
-        let simd = self.config.simd.resolve();
+        let avx2 = self.config.simd.avx2();
         let schedule = self.config.schedule;
+        let TraceJob {
+            rays,
+            out,
+            convert,
+            counters,
+            ..
+        } = job;
         let run_block = |scratch: &mut BlockScratch<H, T::Lane>,
                          local: &mut Counters,
                          (b, (rays, out)): (usize, (&[Ray], &mut [O]))| {
-            let lanes = &mut scratch.outputs[..rays.len()];
-            let job = WaveBlock {
-                run: WaveRun {
-                    intersector,
-                    traversal,
-                    root: self.root,
-                    prim_id,
-                    query,
-                },
-                first_wave: (b * CHUNK_WAVES) as u64,
-            };
+            let outputs = &mut scratch.outputs[..rays.len()];
+            let first_wave = (b * CHUNK_WAVES) as u64;
             match schedule {
                 Schedule::Lockstep => {
-                    let wave = (&mut *scratch.wave, &mut *scratch.columns);
-                    match simd {
-                        // SAFETY: `resolve` returns Avx2 only when the CPU has AVX2.
-                        #[cfg(target_arch = "x86_64")]
-                        SimdPath::Avx2 => unsafe { job.run_avx2::<W, H>(rays, wave, lanes, local) },
-                        _ => job.run::<W, H, false>(rays, wave, lanes, local),
+                    let kernel = LockstepBlock::<T, P, W, H> {
+                        run,
+                        first_wave,
+                        rays,
+                        lanes: LockstepLanes {
+                            wave: &mut scratch.wave,
+                            columns: &mut scratch.columns,
+                        },
+                        out: outputs,
+                        counters: local,
+                    };
+                    match avx2 {
+                        Some(isa) => isa.dispatch(kernel),
+                        None => Portable.dispatch(kernel),
                     }
                 }
                 Schedule::ByLane => {
-                    let by_lane = &mut scratch.by_lane;
-                    match simd {
-                        // SAFETY: `resolve` returns Avx2 only when the CPU has AVX2.
-                        #[cfg(target_arch = "x86_64")]
-                        SimdPath::Avx2 => unsafe {
-                            job.run_by_lane_avx2::<W>(rays, by_lane, lanes, local)
-                        },
-                        _ => job.run_by_lane::<W>(rays, by_lane, lanes, local),
+                    let kernel = ByLaneBlock::<T, P, W> {
+                        run,
+                        first_wave,
+                        rays,
+                        scratch: &mut scratch.by_lane,
+                        out: outputs,
+                        counters: local,
+                    };
+                    match avx2 {
+                        Some(isa) => isa.dispatch(kernel),
+                        None => Portable.dispatch(kernel),
                     }
                 }
             }
-            for ((o, lane), ray) in out.iter_mut().zip(lanes.iter()).zip(rays) {
+            for ((o, lane), ray) in out.iter_mut().zip(outputs.iter()).zip(rays) {
                 convert(ray, lane, o);
             }
         };
@@ -548,7 +505,7 @@ impl WaveTracer {
     }
 
     /// Inlined into the callers' conversions, which write its `Hit` in place (see
-    /// [`Self::trace_into`]); called, it returned the `Hit` through the stack again.
+    /// [`Self::trace_into`]): a `Hit` returned from a call goes through the stack again.
     #[inline(always)]
     fn to_hit(&self, ray: &Ray, o: &LaneOutput) -> Hit {
         match o.best {
@@ -569,12 +526,39 @@ impl WaveTracer {
     }
 }
 
+/// `image`'s settings and side tables, without its bytes.
+fn side_tables(image: &BvhImage) -> BvhImage {
+    BvhImage {
+        triangle_node_ordinal: image.triangle_node_ordinal.clone(),
+        slot_primitive: image.slot_primitive.clone(),
+        box_parent: image.box_parent.clone(),
+        slot_parent: image.slot_parent.clone(),
+        ..image.settings_only()
+    }
+}
+
+/// The image's descriptor, root and virtual address, as a tracer is made from them.
+struct ImageParts {
+    va: u64,
+    descriptor: BvhDescriptor,
+    root: NodePointer,
+}
+
+/// One call's rays, query and outputs: `convert(ray, lane output, slot)` writes each ray's
+/// output, and the counters are added to `counters`.
+struct TraceJob<'j, O, C> {
+    rays: &'j [Ray],
+    query: Query,
+    out: &'j mut [O],
+    convert: &'j C,
+    counters: &'j mut Counters,
+}
+
 /// What a worker reuses from one parallel block to the next: the `H` host lanes of the
-/// lockstep schedule (their stacks keep their capacity), the by-lane schedule's buffers, and
-/// the block's lane outputs.
+/// lockstep schedule (their stacks keep their capacity) and their ray columns, the by-lane
+/// schedule's buffers, and the block's lane outputs.
 struct BlockScratch<const H: usize, L> {
     wave: Box<Wave<H, LaneState<L>>>,
-    /// The lockstep loop's columns of its lanes' registers (see `WaveRun::trace_waves_on`).
     columns: Box<RayColumns>,
     by_lane: ByLaneScratch<L>,
     outputs: Box<[LaneOutput]>,
@@ -592,80 +576,36 @@ impl<const H: usize, L: Default> BlockScratch<H, L> {
     }
 }
 
-/// Consecutive waves of one parallel block, and what they share.
-struct WaveBlock<'a, T, P: ?Sized> {
-    run: WaveRun<'a, T, P>,
+/// The by-lane schedule over waves of `W` lanes, as a kernel for [`Isa::dispatch`]: every
+/// wave of a parallel block, compiled for the instruction set.
+struct ByLaneBlock<'b, 'a, T: Traversal, P: ?Sized, const W: usize> {
+    run: &'b WaveRun<'a, T, P>,
     first_wave: u64,
+    rays: &'b [Ray],
+    scratch: &'b mut ByLaneScratch<T::Lane>,
+    out: &'b mut [LaneOutput],
+    counters: &'b mut Counters,
 }
 
-impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveBlock<'_, T, P> {
-    /// Traces `rays` in waves of `W` (wave indices from `first_wave`), `H / W` waves side
-    /// by side in the `H` host lanes.
-    #[inline(always)]
-    fn run<const W: usize, const H: usize, const AVX2: bool>(
-        &self,
-        rays: &[Ray],
-        (wave, columns): (&mut Wave<H, LaneState<T::Lane>>, &mut RayColumns),
-        out: &mut [LaneOutput],
-        counters: &mut Counters,
-    ) {
-        for (k, (rays, out)) in rays.chunks(H).zip(out.chunks_mut(H)).enumerate() {
-            let index = self.first_wave + (k * (H / W)) as u64;
-            self.run
-                .trace_waves_on::<W, H, AVX2>(index, rays, (wave, columns), out, counters);
-        }
-    }
+impl<T: Traversal, P: PrimitiveIds + ?Sized, const W: usize> IsaKernel
+    for ByLaneBlock<'_, '_, T, P, W>
+{
+    type Output = ();
 
-    /// [`Self::run`] compiled for AVX2: the same f32 operations, one rounding each (Rust
-    /// never contracts to FMA), so results are bit-identical; VEX encoding saves the
-    /// register copies of two-operand SSE.
-    ///
-    /// # Safety
-    /// The CPU must support AVX2.
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
-    unsafe fn run_avx2<const W: usize, const H: usize>(
-        &self,
-        rays: &[Ray],
-        wave: (&mut Wave<H, LaneState<T::Lane>>, &mut RayColumns),
-        out: &mut [LaneOutput],
-        counters: &mut Counters,
-    ) {
-        self.run::<W, H, true>(rays, wave, out, counters);
-    }
-}
-
-impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveBlock<'_, T, P> {
-    /// Traces `rays` in waves of `W` (wave indices from `first_wave`), lane by lane.
     #[inline(always)]
-    fn run_by_lane<const W: usize>(
-        &self,
-        rays: &[Ray],
-        scratch: &mut ByLaneScratch<T::Lane>,
-        out: &mut [LaneOutput],
-        counters: &mut Counters,
-    ) {
+    fn run<I: Isa>(self, isa: I) {
+        let ByLaneBlock {
+            run,
+            first_wave,
+            rays,
+            scratch,
+            out,
+            counters,
+        } = self;
         for (w, (rays, out)) in rays.chunks(W).zip(out.chunks_mut(W)).enumerate() {
-            let index = self.first_wave + w as u64;
-            self.run
-                .trace_wave_by_lane::<W>(index, rays, scratch, out, counters);
+            let index = first_wave + w as u64;
+            run.trace_wave_by_lane::<I, W>(isa, index, rays, scratch, out, counters);
         }
-    }
-
-    /// [`Self::run_by_lane`] compiled for AVX2 (the same f32 operations: bit-identical).
-    ///
-    /// # Safety
-    /// The CPU must support AVX2.
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
-    unsafe fn run_by_lane_avx2<const W: usize>(
-        &self,
-        rays: &[Ray],
-        scratch: &mut ByLaneScratch<T::Lane>,
-        out: &mut [LaneOutput],
-        counters: &mut Counters,
-    ) {
-        self.run_by_lane::<W>(rays, scratch, out, counters);
     }
 }
 

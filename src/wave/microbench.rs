@@ -2,8 +2,9 @@
 //! and of triangle queries issued through [`WaveIntersector`] against synthetic nodes, on
 //! one thread, for a fixed wall-clock budget.
 
-use super::intersector::{BvhMemory, LaneRay};
-use super::lanes::{Wave, WaveIntersector, WaveResults};
+use super::instruction::WaveIntersector;
+use super::intersect::{BvhMemory, LaneRay};
+use super::lanes::{Wave, WaveResults};
 use crate::hw::descriptor::{BvhDescriptor, TriangleReturnMode};
 use crate::hw::node::{BoxNodeF32, TriangleNode};
 use crate::hw::pointer::{NodePointer, NodeType};
@@ -83,7 +84,7 @@ fn rate(intersector: &WaveIntersector, wave: &Wave<64>, budget: Duration) -> f64
     loop {
         for _ in 0..64 {
             let cost = intersector.issue(std::hint::black_box(wave), &mut out);
-            lanes += cost.clocks as u64;
+            lanes += cost.clocks();
             sink ^= out.dwords[7][0];
         }
         if start.elapsed() >= budget {

@@ -1,23 +1,31 @@
-//! The wave execution model: waves of 32 or 64 lanes, exec masks, the SIMD intersector and
-//! the TD cost model.
+//! The wave execution model: waves of 32 or 64 lanes, exec masks, the instruction's lane
+//! kernel, its SIMD kernels and the TD cost model.
 //!
-//! - [`lanes`]: [`Wave`], the lanes' VGPRs, exec mask and [`LaneStatus`], and
-//!   [`WaveIntersector`], which runs one wave instruction for every active lane.
-//! - [`intersector`]: the `wide` (SIMD) box and triangle tests, bit-identical to the
-//!   scalar reference [`crate::hw::image_bvh_intersect_ray`].
+//! - [`lanes`]: [`Wave`], the lanes' VGPRs, exec mask and [`LaneStatus`].
+//! - [`instruction`]: [`WaveIntersector`], whose lane kernel
+//!   ([`WaveIntersector::execute`]) runs `image_bvh_intersect_ray` for one lane and says
+//!   what it cost ([`LaneResult`]).
+//! - [`intersect`]: the vector box and triangle tests and the node cache, bit-identical to
+//!   the scalar reference [`crate::hw::image_bvh_intersect_ray`].
+//! - [`isa`]: the instruction sets the wave loop is compiled for ([`Portable`], [`Avx2`]).
 //! - [`td`]: which TD runs a wave, and what an instruction costs it.
 //! - [`microbench`]: this machine's emulated instruction rate.
 //!
 //! The traversal shaders that drive waves, and the [`Tracer`] implementation
 //! `WaveTracer`, live one layer up in [`crate::traverse`].
 
-pub mod intersector;
+pub mod instruction;
+pub mod intersect;
+pub mod isa;
 pub mod lanes;
 pub mod microbench;
 pub mod td;
 
-pub use intersector::{BvhMemory, DecodedBox, LaneRay, NodeCache, LANES};
-pub use lanes::{InstructionCost, LaneStatus, Wave, WaveIntersector, WaveResults, WaveWidth};
+pub use instruction::{LaneRegisters, LaneResult, WaveIntersector};
+pub use intersect::{BvhMemory, DecodedBox, LaneRay, NodeCache, LANES};
+pub use isa::{Avx2, Isa, IsaKernel, Portable};
+pub use lanes::{LaneStatus, Wave, WaveResults, WaveWidth};
+pub use td::InstructionCost;
 
 use crate::counters::Counters;
 use crate::math::{Hit, HitRecord, Ray};

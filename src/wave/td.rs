@@ -14,9 +14,112 @@
 //! The same waves are assigned to both consoles' TD arrays (Series S: 20, Series X: 52), so
 //! one run reports both.
 
-use super::lanes::InstructionCost;
+use super::instruction::LaneResult;
 use crate::counters::{Counters, TdCounters};
+use crate::hw::instruction::{InactiveReason, LaneOutcome};
 use crate::hw::peak::ConsoleConfig;
+
+/// What lanes' instructions cost, summed: one wave instruction's lanes (the lockstep and
+/// stream schedules), or a wave's lanes over all their steps (the by-lane schedule).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct InstructionCost {
+    pub box_queries: u64,
+    /// Box-query slots holding a real child.
+    pub aabb_useful: u64,
+    pub triangle_tests: u64,
+    pub user_nodes: u64,
+    pub out_of_bounds: u64,
+    /// Lanes deactivated by NaN registers.
+    pub nan: u64,
+    /// Lanes deactivated by an infinite origin.
+    pub inf_origin: u64,
+}
+
+impl InstructionCost {
+    /// TD clocks: one per lane that ran a box query or a triangle test.
+    #[inline(always)]
+    pub fn clocks(&self) -> u64 {
+        self.box_queries + self.triangle_tests
+    }
+
+    /// Adds one lane's instruction. The one place a lane's result becomes counters: every
+    /// schedule's per-lane costs go through here (the lockstep loop's box and triangle
+    /// lanes through [`StepCost`], which adds the same sums).
+    #[inline(always)]
+    pub fn add_lane(&mut self, result: &LaneResult) {
+        match *result {
+            LaneResult::Box { useful_slots, .. } => {
+                self.box_queries += 1;
+                self.aabb_useful += useful_slots as u64;
+            }
+            LaneResult::Triangle(_) => self.triangle_tests += 1,
+            LaneResult::Untested { outcome, .. } => match outcome {
+                LaneOutcome::UserNode => self.user_nodes += 1,
+                LaneOutcome::OutOfBounds | LaneOutcome::Unmapped => self.out_of_bounds += 1,
+                LaneOutcome::Inactive(InactiveReason::InfiniteOrigin) => self.inf_origin += 1,
+                LaneOutcome::Inactive(_) => self.nan += 1,
+                LaneOutcome::Tested => unreachable!("a tested lane is a box or a triangle"),
+            },
+        }
+    }
+
+    /// Adds `other`'s sums.
+    #[inline]
+    pub fn add(&mut self, other: &InstructionCost) {
+        self.box_queries += other.box_queries;
+        self.aabb_useful += other.aabb_useful;
+        self.triangle_tests += other.triangle_tests;
+        self.user_nodes += other.user_nodes;
+        self.out_of_bounds += other.out_of_bounds;
+        self.nan += other.nan;
+        self.inf_origin += other.inf_origin;
+    }
+}
+
+/// One lockstep step's costs for the one or two waves it runs side by side (wave k's lanes
+/// are `W k..W (k + 1)` of the host lanes).
+///
+/// Box lanes are tallied in one packed sum (box queries at bit 16 k, useful slots at bit
+/// 32 + 16 k; at most 64 and 256 a step): adding to `waves[k]` lane by lane (an indexed
+/// read-modify-write) made each box lane wait for the previous one's store. Triangle lanes
+/// are counted from the mask of the lanes whose test went to the batch.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct StepCost {
+    waves: [InstructionCost; 2],
+    box_tally: u64,
+    triangle_lanes: u64,
+}
+
+impl StepCost {
+    /// `lanes` box queries in wave `wave` (0 or 1), with `useful_slots` child slots in all.
+    #[inline(always)]
+    pub fn box_queries(&mut self, wave: usize, lanes: u32, useful_slots: u32) {
+        self.box_tally += (lanes as u64 | (useful_slots as u64) << 32) << (16 * wave);
+    }
+
+    /// The lanes in `mask` (bit i: host lane i) each ran a triangle test.
+    #[inline(always)]
+    pub fn triangle_tests(&mut self, mask: u64) {
+        self.triangle_lanes |= mask;
+    }
+
+    /// Any other lane's instruction, in wave `wave`.
+    #[inline(always)]
+    pub fn lane(&mut self, wave: usize, result: &LaneResult) {
+        self.waves[wave].add_lane(result);
+    }
+
+    /// Each wave's instruction cost, `wave_mask[k]` being wave k's host lanes.
+    #[inline(always)]
+    pub fn finish(mut self, wave_mask: [u64; 2]) -> [InstructionCost; 2] {
+        for (k, cost) in self.waves.iter_mut().enumerate() {
+            cost.triangle_tests += (self.triangle_lanes & wave_mask[k]).count_ones() as u64;
+            cost.box_queries += (self.box_tally >> (16 * k)) & 0xffff;
+            cost.aabb_useful += (self.box_tally >> (32 + 16 * k)) & 0xffff;
+        }
+        self.waves
+    }
+}
 
 /// TD that runs wave `wave_index` on `console` (round-robin).
 #[inline]
@@ -60,22 +163,23 @@ impl WaveCost {
     pub fn add(&mut self, width: usize, issued_lanes: u32, cost: &InstructionCost) {
         self.iterations += 1;
         self.lane_steps += issued_lanes as u64;
-        self.nan += cost.nan as u64;
-        self.inf_origin += cost.inf_origin as u64;
-        self.user_nodes += cost.user_nodes as u64;
-        self.out_of_bounds += cost.out_of_bounds as u64;
-        if cost.clocks == 0 {
+        self.nan += cost.nan;
+        self.inf_origin += cost.inf_origin;
+        self.user_nodes += cost.user_nodes;
+        self.out_of_bounds += cost.out_of_bounds;
+        let clocks = cost.clocks();
+        if clocks == 0 {
             // Nothing reached a TD: no instruction is charged.
             return;
         }
         self.td.merge(&TdCounters {
-            clocks: cost.clocks as u64,
+            clocks,
             instructions: 1,
-            box_queries: cost.box_queries as u64,
-            aabb_tests: 4 * cost.box_queries as u64,
-            aabb_useful: cost.aabb_useful as u64,
-            triangle_tests: cost.triangle_tests as u64,
-            lanes_active: cost.clocks as u64,
+            box_queries: cost.box_queries,
+            aabb_tests: 4 * cost.box_queries,
+            aabb_useful: cost.aabb_useful,
+            triangle_tests: cost.triangle_tests,
+            lanes_active: clocks,
             lanes_available: width as u64,
         });
     }
@@ -99,22 +203,23 @@ impl WaveCost {
         charged: u64,
         totals: &LaneTotals,
     ) -> WaveCost {
-        let clocks = totals.box_queries + totals.triangle_tests;
+        let cost = &totals.cost;
+        let clocks = cost.clocks();
         debug_assert!(charged <= iterations && (charged == 0) == (clocks == 0));
         WaveCost {
             iterations,
             lane_steps: totals.lane_steps,
-            nan: totals.nan,
-            inf_origin: totals.inf_origin,
-            user_nodes: totals.user_nodes,
-            out_of_bounds: totals.out_of_bounds,
+            nan: cost.nan,
+            inf_origin: cost.inf_origin,
+            user_nodes: cost.user_nodes,
+            out_of_bounds: cost.out_of_bounds,
             td: TdCounters {
                 clocks,
                 instructions: charged,
-                box_queries: totals.box_queries,
-                aabb_tests: 4 * totals.box_queries,
-                aabb_useful: totals.aabb_useful,
-                triangle_tests: totals.triangle_tests,
+                box_queries: cost.box_queries,
+                aabb_tests: 4 * cost.box_queries,
+                aabb_useful: cost.aabb_useful,
+                triangle_tests: cost.triangle_tests,
                 lanes_active: clocks,
                 lanes_available: width as u64 * charged,
             },
@@ -156,28 +261,8 @@ impl WaveCost {
 pub struct LaneTotals {
     /// Steps the lanes were in exec.
     pub lane_steps: u64,
-    pub box_queries: u64,
-    /// Box-query slots holding a real child.
-    pub aabb_useful: u64,
-    pub triangle_tests: u64,
-    pub user_nodes: u64,
-    pub out_of_bounds: u64,
-    pub nan: u64,
-    pub inf_origin: u64,
-}
-
-impl LaneTotals {
-    /// Adds one lane query's cost (its `clocks` field is not read).
-    #[inline]
-    pub fn add(&mut self, cost: &InstructionCost) {
-        self.box_queries += cost.box_queries as u64;
-        self.aabb_useful += cost.aabb_useful as u64;
-        self.triangle_tests += cost.triangle_tests as u64;
-        self.user_nodes += cost.user_nodes as u64;
-        self.out_of_bounds += cost.out_of_bounds as u64;
-        self.nan += cost.nan as u64;
-        self.inf_origin += cost.inf_origin as u64;
-    }
+    /// Their instructions' costs.
+    pub cost: InstructionCost,
 }
 
 /// Busiest / mean / least busy TD clocks of `console` in `counters`.
@@ -214,7 +299,6 @@ mod tests {
     fn an_instruction_charges_its_wave_td_on_both_consoles() {
         let mut c = Counters::default();
         let cost = InstructionCost {
-            clocks: 17,
             box_queries: 12,
             aabb_useful: 40,
             triangle_tests: 5,

@@ -1,0 +1,377 @@
+//! The lockstep schedule: one or two waves held in the host's lanes, run step by step as the
+//! hardware runs a wave.
+//!
+//! Each step is one wave instruction: every active lane's query runs and is charged to its
+//! wave's TD, then each lane consumes its four dwords. Lanes never read each other's state,
+//! so when a lane consumes its result does not matter: the outcome is the same as computing
+//! all lanes first and consuming after, which the stream schedule (`traverse::stream`) does
+//! (`tests/profile_equivalence.rs` checks both give the same hits and counters).
+//!
+//! A step runs these phases ([`Lockstep::step`]):
+//!
+//! 1. retire the lanes whose registers the instruction rejects (first step only);
+//! 2. test the box lanes (`boxes`): in the AVX2 build, blocks of eight lanes at once and
+//!    the rest in pairs; else lane by lane;
+//! 3. let each tested box lane consume its children;
+//! 4. test the triangle lanes (`triangles`), gathered into batches, and send every other
+//!    lane through the kernel's general arm ([`WaveIntersector::execute_general`]);
+//! 5. charge the step to each wave ([`Lockstep::charge_step`]).
+//!
+//! When at most two lanes are left, they run alone to their ends with the by-lane step
+//! ([`WaveRun::finish_lanes_alone`]): a lockstep step costs the host its set-up and
+//! mispredicted loop exits whatever its number of lanes.
+
+mod boxes;
+mod triangles;
+
+use super::lane::{LaneOutput, LaneState};
+use super::start::StartLanes;
+use super::{PrimitiveIds, Traversal, WaveRun};
+use crate::counters::Counters;
+use crate::hw::instruction::LaneOutcome;
+use crate::hw::NodePointer;
+use crate::math::Ray;
+use crate::wave::intersect::{BoxResult, RayColumns};
+use crate::wave::isa::{Isa, IsaKernel};
+use crate::wave::td::{StepCost, WaveCost};
+use crate::wave::{LaneResult, LaneStatus, Wave};
+use triangles::Gathered;
+
+/// When this few lanes of the host's waves are left in exec, the lockstep loop lets them run
+/// alone to their ends ([`WaveRun::finish_lanes_alone`]).
+const TAIL_LANES: u32 = 2;
+
+/// The lanes of a wave pair and the scratch the lockstep loop reuses between calls: the
+/// host lanes (their stacks keep their capacity) and the lanes' registers as columns, for
+/// the eight-lane kernels. Each lane's columns are written when it starts, and only started
+/// lanes' are read, so they need no clearing between calls (a 3.5 KB `memset` a wave pair).
+pub struct LockstepLanes<'w, L, const H: usize> {
+    pub wave: &'w mut Wave<H, LaneState<L>>,
+    pub columns: &'w mut RayColumns,
+}
+
+/// One call of the lockstep loop: one or two waves of `W` lanes held in `H` host lanes
+/// (`H` = `W` or 2 `W`; wave `k` has rays `W k..W (k + 1)` and lanes `W k..`). Each wave's
+/// steps, counters and TD are its own, as if it ran alone: the host only runs the two
+/// waves' steps side by side, so that what each step costs the host whatever its number
+/// of lanes (the lane loops' set-up and their mispredicted exits) is paid once for both.
+pub(super) struct Lockstep<'l, 'a, T: Traversal, P: ?Sized, I, const W: usize, const H: usize> {
+    run: &'l WaveRun<'a, T, P>,
+    isa: I,
+    wave: &'l mut Wave<H, LaneState<T::Lane>>,
+    columns: &'l mut RayColumns,
+    counters: &'l mut Counters,
+    /// Lanes the instruction will reject at their first step.
+    rejected: u64,
+    /// Lanes whose box tests can never make a NaN product.
+    finite_slopes: u64,
+    /// Blocks of eight lanes that have taken the same steps from the root: only the block's
+    /// first lane's traversal state is kept ([`Traversal::SHARES_LANES`]).
+    shared: u64,
+    /// The deepest stack any lane reached.
+    max_depth: usize,
+    /// Steps issued so far, the current one included: a lane retiring in a step issued one
+    /// instruction in each ([`super::LaneHit::clocks`]).
+    steps: u32,
+    /// Triangle tests gathered across lanes.
+    batch: Gathered,
+    /// Each box lane's result in the current step.
+    box_results: [BoxResult; H],
+    /// Each wave's sums so far.
+    wave_cost: [WaveCost; 2],
+}
+
+/// What a step's phases hand on (bit i: host lane i).
+struct Step {
+    /// Box lanes not yet tested.
+    box_lanes: u64,
+    /// Box lanes tested, whose results wait to be consumed.
+    tested: u64,
+    /// Every other lane of the step (triangles, user nodes, uncached boxes, ...).
+    rest: u64,
+    cost: StepCost,
+}
+
+impl<'a, T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'a, T, P> {
+    /// Runs one wave over `rays` (at most `W`): sets up lanes, loops issuing the instruction
+    /// for all active lanes until every lane is off, and writes each lane's result to `out`.
+    /// `wave` and `columns` are scratch reused between calls (see [`LockstepLanes`]).
+    ///
+    /// Acceptance rules (the same as [`crate::bvh::closest_hit_scalar`]): a ray with
+    /// `!(tmin <= tmax)` is not traced (its lane stays off; a NaN `tmax` is left to the
+    /// instruction, which deactivates the lane). A triangle result counts when
+    /// `t = t_num / t_denom` is finite, `tmin <= t <= best_t`, `prim_id(pointer, dwords)` is a
+    /// primitive (not `u32::MAX`), and at an equal t only a smaller primitive id replaces the
+    /// current hit, so the result does not depend on the traversal order.
+    #[inline(always)]
+    pub fn trace_wave<I: Isa, const W: usize>(
+        &self,
+        isa: I,
+        wave_index: u64,
+        rays: &[Ray],
+        lanes: LockstepLanes<'_, T::Lane, W>,
+        out: &mut [LaneOutput],
+        counters: &mut Counters,
+    ) {
+        self.trace_waves::<I, W, W>(isa, wave_index, rays, lanes, out, counters);
+    }
+
+    /// [`Self::trace_wave`] for one or two waves of `W` lanes held in `H` host lanes
+    /// (`H` = `W` or 2 `W`): wave `first_index + k` has rays `W k..W (k + 1)` and lanes
+    /// `W k..` (see [`Lockstep`]).
+    #[inline(always)]
+    pub(crate) fn trace_waves<I: Isa, const W: usize, const H: usize>(
+        &self,
+        isa: I,
+        first_index: u64,
+        rays: &[Ray],
+        lanes: LockstepLanes<'_, T::Lane, H>,
+        out: &mut [LaneOutput],
+        counters: &mut Counters,
+    ) {
+        const { assert!(H == W || H == 2 * W) };
+        assert!(rays.len() <= H && out.len() >= rays.len());
+        let LockstepLanes { wave, columns } = lanes;
+        wave.index = first_index;
+        wave.exec = 0;
+        let share = T::SHARES_LANES && self.intersector.descriptor.box_sort_enable;
+        let started = isa.dispatch_out_of_line(StartLanes {
+            traversal: self.traversal,
+            root: self.root,
+            wave: &mut *wave,
+            columns: &mut *columns,
+            rays,
+            share,
+        });
+        let waves = rays.len().div_ceil(W);
+        for k in 0..waves {
+            count_wave(counters, W, rays.len().min(W * (k + 1)) - W * k);
+        }
+        let mut lockstep = Lockstep::<T, P, I, W, H> {
+            run: self,
+            isa,
+            wave,
+            columns,
+            counters,
+            rejected: started.rejected,
+            finite_slopes: started.finite_slopes,
+            shared: started.shared,
+            max_depth: 0,
+            steps: 0,
+            batch: Gathered::default(),
+            box_results: [BoxResult::default(); H],
+            wave_cost: [WaveCost::default(); 2],
+        };
+        while lockstep.wave.exec != 0 {
+            if lockstep.tail_is_left() {
+                lockstep.finish_tail();
+                break;
+            }
+            lockstep.step();
+        }
+        lockstep.finish(first_index, waves, &mut out[..rays.len()]);
+    }
+}
+
+impl<T: Traversal, P: PrimitiveIds + ?Sized, I: Isa, const W: usize, const H: usize>
+    Lockstep<'_, '_, T, P, I, W, H>
+{
+    /// Exec bits of each wave (wave k of lane i: `i / W`).
+    const WAVE_MASK: [u64; 2] = {
+        let first = if W == 64 { u64::MAX } else { (1u64 << W) - 1 };
+        [first, !first]
+    };
+
+    /// The wave that holds lane `i`.
+    #[inline(always)]
+    fn wave_of(i: usize) -> usize {
+        (i / W) & 1
+    }
+
+    /// Whether the last lanes may run alone to their ends: at most [`TAIL_LANES`] left, and
+    /// not before the first step has retired the rejected lanes (a block of eight that
+    /// shares one stack cannot be among two lanes, but is ruled out all the same).
+    #[inline(always)]
+    fn tail_is_left(&self) -> bool {
+        self.wave.exec.count_ones() <= TAIL_LANES && self.rejected == 0 && self.shared == 0
+    }
+
+    /// Runs the last lanes alone to their ends (the same results and counters).
+    fn finish_tail(&mut self) {
+        self.run.finish_lanes_alone::<I, W, H>(
+            self.isa,
+            self.wave,
+            self.steps,
+            &mut self.wave_cost,
+            &mut self.max_depth,
+            self.counters,
+        );
+    }
+
+    /// One step: one instruction of each wave with a lane in exec, then each lane consumes
+    /// its result (see the module documentation).
+    #[inline(always)]
+    fn step(&mut self) {
+        self.steps += 1;
+        let issued = Self::WAVE_MASK.map(|m| (self.wave.exec & m).count_ones());
+        let mut step = Step {
+            box_lanes: 0,
+            tested: 0,
+            rest: self.wave.exec,
+            cost: StepCost::default(),
+        };
+        self.batch.start_step();
+        self.retire_rejected(&mut step);
+        self.test_box_lanes(&mut step);
+        self.consume_box_results(&mut step);
+        self.test_triangle_lanes(&mut step);
+        self.charge_step(step.cost, issued);
+    }
+
+    /// First step only: the lanes whose registers the instruction rejects take the general
+    /// arm, which retires them (no TD clock).
+    #[inline(always)]
+    fn retire_rejected(&mut self, step: &mut Step) {
+        while self.rejected != 0 {
+            let i = self.rejected.trailing_zeros() as usize;
+            self.rejected &= self.rejected - 1;
+            step.rest &= !(1 << i);
+            let r = self
+                .run
+                .intersector
+                .execute_general(self.wave.node[i], &self.wave.ray[i]);
+            step.cost.lane(Self::wave_of(i), &r);
+            let LaneOutcome::Inactive(reason) = r.outcome() else {
+                unreachable!("a lane failing ray_is_active is inactive");
+            };
+            self.wave.state[i].hit.free_steps += 1;
+            self.retire(i, LaneStatus::Deactivated(reason));
+        }
+    }
+
+    /// Adds the step's costs to each wave that issued it (a wave whose lanes are all off has
+    /// stopped: it issues nothing).
+    #[inline(always)]
+    fn charge_step(&mut self, cost: StepCost, issued: [u32; 2]) {
+        let costs = cost.finish(Self::WAVE_MASK);
+        for k in 0..H / W {
+            if issued[k] != 0 {
+                self.wave_cost[k].add(W, issued[k], &costs[k]);
+            }
+        }
+    }
+
+    /// Charges each wave's sums to its TD, and writes each lane's result to `out`.
+    fn finish(&mut self, first_index: u64, waves: usize, out: &mut [LaneOutput]) {
+        for (k, cost) in self.wave_cost.iter().enumerate().take(waves) {
+            cost.charge(self.counters, first_index + k as u64);
+        }
+        let depth = &mut self.counters.trav_max_stack_depth;
+        *depth = (*depth).max(self.max_depth as u64);
+        for (i, o) in out.iter_mut().enumerate() {
+            *o = self.wave.state[i].hit.output(self.counters);
+        }
+    }
+
+    /// Lane `i` asks for `next`, or finishes.
+    #[inline(always)]
+    fn go_on(&mut self, i: usize, next: Option<NodePointer>) {
+        match next {
+            Some(p) => {
+                // The node's cache entry (a triangle's holds its primitive ids too).
+                self.run.intersector.prefetch_entry(p);
+                self.wave.node[i] = p;
+            }
+            None => self.retire(i, LaneStatus::Finished),
+        }
+    }
+
+    /// Lane `i` stops: every step it issued but its free ones cost one TD clock (one box
+    /// query or one triangle test).
+    #[inline(always)]
+    fn retire(&mut self, i: usize, status: LaneStatus) {
+        let hit = &mut self.wave.state[i].hit;
+        hit.clocks = self.steps - hit.free_steps;
+        self.wave.retire(i, status);
+    }
+
+    /// Lane `i`'s instruction went through the kernel's general arm and returned `result`
+    /// (already charged): the lane consumes it, or retires when the instruction turned it
+    /// off.
+    #[inline(always)]
+    fn consume_general(&mut self, i: usize, result: LaneResult) {
+        let node = self.wave.node[i];
+        let traversal = self.run.traversal;
+        match result {
+            LaneResult::Box { result, .. } => {
+                let trav = &mut self.wave.state[i].trav;
+                let (children, valid) = (result.children, result.valid);
+                let next = traversal.after_box_masked(self.isa, trav, node, children, valid);
+                self.max_depth = self.max_depth.max(traversal.stack_depth(trav));
+                self.go_on(i, next);
+            }
+            LaneResult::Triangle(dwords) => self.after_triangle(i, node, dwords, false),
+            LaneResult::Untested {
+                outcome: LaneOutcome::Inactive(reason),
+                ..
+            } => {
+                self.wave.state[i].hit.free_steps += 1;
+                self.retire(i, LaneStatus::Deactivated(reason));
+            }
+            LaneResult::Untested { .. } => {
+                // User node, out of bounds, unmapped: nothing tested, the lane goes on.
+                let lane = &mut self.wave.state[i];
+                lane.hit.free_steps += 1;
+                let next = traversal.after_leaf(&mut lane.trav, node);
+                self.max_depth = self.max_depth.max(traversal.stack_depth(&lane.trav));
+                self.go_on(i, next);
+            }
+        }
+    }
+}
+
+/// Counts a wave of `width` lanes that was given `rays` rays (the other lanes stay empty).
+#[inline]
+pub(super) fn count_wave(counters: &mut Counters, width: usize, rays: usize) {
+    counters.rays += rays as u64;
+    counters.waves += 1;
+    counters.lanes_empty += (width - rays) as u64;
+}
+
+/// The lockstep loop over waves of `W` lanes, `H / W` of them side by side, as a kernel for
+/// [`Isa::dispatch`]: every wave of a parallel block, compiled for the instruction set.
+pub(crate) struct LockstepBlock<'b, 'a, T: Traversal, P: ?Sized, const W: usize, const H: usize> {
+    pub run: &'b WaveRun<'a, T, P>,
+    /// Index of the block's first wave.
+    pub first_wave: u64,
+    pub rays: &'b [Ray],
+    pub lanes: LockstepLanes<'b, T::Lane, H>,
+    pub out: &'b mut [LaneOutput],
+    pub counters: &'b mut Counters,
+}
+
+impl<T: Traversal, P: PrimitiveIds + ?Sized, const W: usize, const H: usize> IsaKernel
+    for LockstepBlock<'_, '_, T, P, W, H>
+{
+    type Output = ();
+
+    #[inline(always)]
+    fn run<I: Isa>(self, isa: I) {
+        let LockstepBlock {
+            run,
+            first_wave,
+            rays,
+            lanes,
+            out,
+            counters,
+        } = self;
+        for (k, (rays, out)) in rays.chunks(H).zip(out.chunks_mut(H)).enumerate() {
+            let index = first_wave + (k * (H / W)) as u64;
+            let lanes = LockstepLanes {
+                wave: &mut *lanes.wave,
+                columns: &mut *lanes.columns,
+            };
+            run.trace_waves::<I, W, H>(isa, index, rays, lanes, out, counters);
+        }
+    }
+}
