@@ -5,6 +5,11 @@
 //! stream, in this order: three for the light sample (drawn even when the BSDF is a delta
 //! lobe and takes none), three for the BSDF sample, one for roulette. So the numbers a hit
 //! uses depend only on how many hits came before it on its path.
+//!
+//! The functions on the hit path are `#[inline]`: the tile loop ([`super::tile`]) calls
+//! [`Shader::shade`] once per hit from another module, and across modules only inline
+//! functions are sure to be compiled into the caller; as calls, each hit would pay for them
+//! and return its [`Step`] through memory.
 
 use super::bsdf::Bsdf;
 use super::rng::Rng;
@@ -93,6 +98,7 @@ struct ShadingFrame {
 }
 
 /// Power heuristic (exponent 2) weight of a sample with pdf `a` against pdf `b`.
+#[inline]
 fn power_heuristic(a: f32, b: f32) -> f32 {
     let (a2, b2) = (a * a, b * b);
     if a2 + b2 > 0.0 && a2.is_finite() {
@@ -105,6 +111,7 @@ fn power_heuristic(a: f32, b: f32) -> f32 {
 }
 
 /// Moves `p` off the surface of unit normal `n` to the side of `dir`.
+#[inline]
 fn offset_origin(p: Vec3, n: Vec3, dir: Vec3) -> Vec3 {
     let eps = 1e-4 * p.abs().max_element().max(1.0);
     if n.dot(dir) >= 0.0 {
@@ -117,6 +124,7 @@ fn offset_origin(p: Vec3, n: Vec3, dir: Vec3) -> Vec3 {
 impl Shader<'_> {
     /// Shades `hit` of `ray`, the path's segment number `depth`: adds what the path sees
     /// there to its radiance and returns its shadow ray and next ray.
+    #[inline]
     pub fn shade(
         &self,
         path: &mut PathState,
@@ -153,6 +161,7 @@ impl Shader<'_> {
 
     /// A miss: the environment's radiance along unit `dir`, MIS-weighted against light
     /// sampling unless the last bounce was a delta lobe.
+    #[inline]
     fn add_environment(&self, path: &mut PathState, dir: Vec3) {
         let scene = self.scene;
         let le = scene.environment.radiance(dir);
@@ -166,6 +175,7 @@ impl Shader<'_> {
 
     /// The hit point on triangle `hit.prim_id` seen along unit `dir`; `None` for a
     /// degenerate triangle (no normal).
+    #[inline]
     fn surface_hit(&self, hit: &Hit, dir: Vec3) -> Option<SurfaceHit> {
         let prim = hit.prim_id;
         let [a, b, c] = self.scene.geometry.corners(prim);
@@ -186,6 +196,7 @@ impl Shader<'_> {
     /// A front-face hit on an emitter: its emission, MIS-weighted against light sampling
     /// (pdf of reaching triangle `prim` at distance `dist` along `dir`) unless the last
     /// bounce was a delta lobe.
+    #[inline]
     fn add_emission(
         &self,
         path: &mut PathState,
@@ -207,6 +218,7 @@ impl Shader<'_> {
 
     /// The geometric normal on the side of wo, and the shading normal turned to that side
     /// (the geometric one where the interpolated normal is missing or faces away from wo).
+    #[inline]
     fn shading_frame(&self, s: &SurfaceHit) -> ShadingFrame {
         let n = if s.ng.dot(s.wo) >= 0.0 { s.ng } else { -s.ng };
         let [b0, b1, b2] = s.bary;
@@ -221,6 +233,7 @@ impl Shader<'_> {
 
     /// `material` at the hit, with its texture looked up through a ray cone that has
     /// travelled `travelled`.
+    #[inline]
     fn bsdf(
         &self,
         material: &Material,
@@ -284,6 +297,7 @@ impl Shader<'_> {
     /// Next-event estimation: one light sample (drawing its three numbers whether or not
     /// the BSDF can use it) and, when it carries radiance, the shadow ray that must reach
     /// the light unoccluded for that radiance to count.
+    #[inline]
     fn sample_light(
         &self,
         path: &mut PathState,
@@ -324,6 +338,7 @@ impl Shader<'_> {
 /// BSDF sampling: the path's next ray from segment `depth`, its throughput updated; `None`
 /// when the path ends (no sample, a sample on the wrong geometric side, Russian roulette
 /// from segment 3 on, or a throughput that is zero or not finite).
+#[inline]
 fn scatter(
     path: &mut PathState,
     s: &SurfaceHit,
