@@ -424,44 +424,45 @@ impl<'a> MeshInput<'a> {
 
     /// Texture coordinates of triangle `t`'s corners (zeros without any).
     fn corner_uvs(&self, t: usize) -> Result<[[f32; 2]; 3]> {
-        let mut uv = [[0.0f32; 2]; 3];
-        if self.has_uv {
-            let mesh = self.mesh;
-            for (k, corner) in uv.iter_mut().enumerate() {
-                let ti = mesh.texcoord_indices[3 * t + k] as usize;
-                if 2 * ti + 1 >= mesh.texcoords.len() {
-                    return Err(Error::parse(
-                        self.obj_path,
-                        0,
-                        "texture coordinate index out of range",
-                    ));
-                }
-                *corner = [mesh.texcoords[2 * ti], mesh.texcoords[2 * ti + 1]];
-            }
+        if !self.has_uv {
+            return Ok([[0.0f32; 2]; 3]);
         }
-        Ok(uv)
+        corner_values(&self.mesh.texcoord_indices, &self.mesh.texcoords, t)
+            .ok_or_else(|| Error::parse(self.obj_path, 0, "texture coordinate index out of range"))
     }
 
     /// Unit world-space normals of triangle `t`'s corners through `normal_matrix` (zeros
     /// without any, and for a normal that cannot be normalized).
     fn corner_normals(&self, t: usize, normal_matrix: Mat3) -> Result<[[f32; 3]; 3]> {
-        let mut normals = [[0.0f32; 3]; 3];
-        if self.has_normals {
-            let mesh = self.mesh;
-            for (k, corner) in normals.iter_mut().enumerate() {
-                let ni = mesh.normal_indices[3 * t + k] as usize;
-                if 3 * ni + 2 >= mesh.normals.len() {
-                    return Err(Error::parse(self.obj_path, 0, "normal index out of range"));
-                }
-                let n = normal_matrix
-                    * Vec3::new(
-                        mesh.normals[3 * ni],
-                        mesh.normals[3 * ni + 1],
-                        mesh.normals[3 * ni + 2],
-                    );
-                *corner = n.try_normalize().unwrap_or(Vec3::ZERO).to_array();
-            }
+        if !self.has_normals {
+            return Ok([[0.0f32; 3]; 3]);
         }
-        Ok(normals)
+        let normals = corner_values(&self.mesh.normal_indices, &self.mesh.normals, t)
+            .ok_or_else(|| Error::parse(self.obj_path, 0, "normal index out of range"))?;
+        Ok(normals.map(|n| {
+            (normal_matrix * Vec3::from(n))
+                .try_normalize()
+                .unwrap_or(Vec3::ZERO)
+                .to_array()
+        }))
     }
+}
+
+/// The `N`-float attributes of triangle `t`'s three corners: corner `k` reads
+/// `values[N * i..N * i + N]` for `i = indices[3 * t + k]`. `None` when an `i` is past the
+/// end of `values`.
+fn corner_values<const N: usize>(
+    indices: &[u32],
+    values: &[f32],
+    t: usize,
+) -> Option<[[f32; N]; 3]> {
+    let mut corners = [[0.0f32; N]; 3];
+    for (k, corner) in corners.iter_mut().enumerate() {
+        let i = indices[3 * t + k] as usize;
+        if N * i + (N - 1) >= values.len() {
+            return None;
+        }
+        corner.copy_from_slice(&values[N * i..N * i + N]);
+    }
+    Some(corners)
 }
