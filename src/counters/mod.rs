@@ -72,14 +72,8 @@ impl PerTd {
 
     /// Makes both arrays full length (no-op when they already are).
     pub fn ensure_len(&mut self) {
-        if self.series_s.len() < SERIES_S.tds() as usize {
-            self.series_s
-                .resize(SERIES_S.tds() as usize, TdCounters::default());
-        }
-        if self.series_x.len() < SERIES_X.tds() as usize {
-            self.series_x
-                .resize(SERIES_X.tds() as usize, TdCounters::default());
-        }
+        grow_to(&mut self.series_s, SERIES_S.tds() as usize);
+        grow_to(&mut self.series_x, SERIES_X.tds() as usize);
     }
 
     fn merge(&mut self, other: &PerTd) {
@@ -88,10 +82,16 @@ impl PerTd {
     }
 }
 
-fn merge_vec(dst: &mut Vec<TdCounters>, src: &[TdCounters]) {
-    if dst.len() < src.len() {
-        dst.resize(src.len(), TdCounters::default());
+/// Pads `tds` with zero counters to at least `len` entries.
+fn grow_to(tds: &mut Vec<TdCounters>, len: usize) {
+    if tds.len() < len {
+        tds.resize(len, TdCounters::default());
     }
+}
+
+/// Adds `src` into `dst` TD by TD, growing `dst` to `src`'s length first.
+fn merge_vec(dst: &mut Vec<TdCounters>, src: &[TdCounters]) {
+    grow_to(dst, src.len());
     for (d, s) in dst.iter_mut().zip(src) {
         d.merge(s);
     }

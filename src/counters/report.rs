@@ -93,6 +93,15 @@ pub struct Report {
     pub counters: Counters,
 }
 
+/// `count / seconds`, or 0 when no time passed.
+fn per_second(count: u64, seconds: f64) -> f64 {
+    if seconds > 0.0 {
+        count as f64 / seconds
+    } else {
+        0.0
+    }
+}
+
 fn console_report(c: &Counters, console: &ConsoleConfig) -> ConsoleReport {
     let n = console.tds() as usize;
     let tds: &[TdCounters] = c.per_td.for_console(console).unwrap_or(&[]);
@@ -101,15 +110,8 @@ fn console_report(c: &Counters, console: &ConsoleConfig) -> ConsoleReport {
     let min = clocks.iter().copied().min().unwrap_or(0);
     let mean = clocks.iter().sum::<u64>() as f64 / n.max(1) as f64;
     let seconds = console.seconds_for_clocks(max);
-    let per_s = |x: u64| {
-        if seconds > 0.0 {
-            x as f64 / seconds
-        } else {
-            0.0
-        }
-    };
-    let box_rate = per_s(c.td_aabb_tests);
-    let tri_rate = per_s(c.td_triangle_tests);
+    let box_rate = per_second(c.td_aabb_tests, seconds);
+    let tri_rate = per_second(c.td_triangle_tests, seconds);
     ConsoleReport {
         name: console.name,
         cli_name: console.cli_name,
@@ -119,7 +121,7 @@ fn console_report(c: &Counters, console: &ConsoleConfig) -> ConsoleReport {
         peak_box_tests_per_second: console.peak_box_tests_per_second(),
         peak_triangle_tests_per_second: console.peak_triangle_tests_per_second(),
         modelled_seconds: seconds,
-        modelled_rays_per_second: per_s(c.rays),
+        modelled_rays_per_second: per_second(c.rays, seconds),
         achieved_box_tests_per_second: box_rate,
         box_share_of_peak: box_rate / console.peak_box_tests_per_second(),
         achieved_triangle_tests_per_second: tri_rate,
@@ -128,6 +130,115 @@ fn console_report(c: &Counters, console: &ConsoleConfig) -> ConsoleReport {
         td_clocks_mean: mean,
         td_clocks_max: max,
     }
+}
+
+impl HostReport {
+    /// This CPU's rates for counters `c` traced in `seconds` on `threads` threads.
+    fn new(c: &Counters, seconds: f64, threads: usize) -> HostReport {
+        let host_box = per_second(c.td_aabb_tests, seconds);
+        HostReport {
+            cpu: crate::host::cpu_name(),
+            seconds,
+            threads,
+            rays_per_second: per_second(c.rays, seconds),
+            instructions_per_second: per_second(c.td_box_queries + c.td_triangle_tests, seconds),
+            box_tests_per_second: host_box,
+            box_rate_share_of_peak: CONSOLES
+                .iter()
+                .map(|k| {
+                    (
+                        k.cli_name.to_string(),
+                        host_box / k.peak_box_tests_per_second(),
+                    )
+                })
+                .collect(),
+        }
+    }
+}
+
+impl Derived {
+    /// The averages of counters `c` (each 0 where its denominator is).
+    fn new(c: &Counters) -> Derived {
+        Derived {
+            simd_efficiency: c.simd_efficiency(),
+            instructions_per_wave: ratio(c.td_instructions, c.waves),
+            iterations_per_wave: ratio(c.trav_iterations, c.waves),
+            box_nodes_per_ray: ratio(c.trav_box_nodes, c.rays),
+            aabb_tests_per_ray: ratio(c.td_aabb_tests, c.rays),
+            aabb_useful_share: ratio(c.td_aabb_useful, c.td_aabb_tests),
+            triangle_tests_per_ray: ratio(c.td_triangle_tests, c.rays),
+            td_clocks_per_ray: ratio(c.td_clocks, c.rays),
+            max_stack_depth: c.trav_max_stack_depth,
+            lanes_nan_inf: c.lanes_nan_inf(),
+            hit_share: ratio(c.rays_hit, c.rays),
+        }
+    }
+}
+
+/// One row of the console section of [`Report::table`]: its label, and its value for one
+/// console.
+struct ConsoleRow {
+    label: &'static str,
+    value: fn(&ConsoleReport) -> String,
+}
+
+/// The console section's rows, documented figures first, then this run's.
+const CONSOLE_ROWS: [ConsoleRow; 10] = [
+    ConsoleRow {
+        label: "clock MHz / WGPs / TDs",
+        value: |k| format!("{}/{}/{}", k.clock_mhz, k.wgps, k.tds),
+    },
+    ConsoleRow {
+        label: "peak ray/AABB tests per s (G)",
+        value: |k| format_giga(k.peak_box_tests_per_second),
+    },
+    ConsoleRow {
+        label: "peak ray/triangle tests per s (G)",
+        value: |k| format_giga(k.peak_triangle_tests_per_second),
+    },
+    ConsoleRow {
+        label: "modelled TD-busy time (ms)",
+        value: |k| format!("{:.4}", k.modelled_seconds * 1e3),
+    },
+    ConsoleRow {
+        label: "modelled rays per s (G)",
+        value: |k| format!("{:.3}", k.modelled_rays_per_second / 1e9),
+    },
+    ConsoleRow {
+        label: "achieved AABB tests per s (G)",
+        value: |k| format!("{:.2}", k.achieved_box_tests_per_second / 1e9),
+    },
+    ConsoleRow {
+        label: "  share of peak",
+        value: |k| format!("{:.1} %", 100.0 * k.box_share_of_peak),
+    },
+    ConsoleRow {
+        label: "achieved triangle tests per s (G)",
+        value: |k| format!("{:.2}", k.achieved_triangle_tests_per_second / 1e9),
+    },
+    ConsoleRow {
+        label: "  share of peak",
+        value: |k| format!("{:.1} %", 100.0 * k.triangle_share_of_peak),
+    },
+    ConsoleRow {
+        label: "TD clocks min / mean / max",
+        value: |k| {
+            format!(
+                "{}/{:.0}/{}",
+                k.td_clocks_min, k.td_clocks_mean, k.td_clocks_max
+            )
+        },
+    },
+];
+
+/// Writes a table row: a label column and two value columns.
+fn write_row2(s: &mut String, label: &str, a: &str, b: &str) {
+    let _ = writeln!(s, "{label:<34} {a:>16} {b:>16}");
+}
+
+/// Writes a table row: a label column and one value column.
+fn write_row(s: &mut String, label: &str, value: &str) {
+    let _ = writeln!(s, "{label:<34} {value:>16}");
 }
 
 impl Report {
@@ -141,162 +252,90 @@ impl Report {
         strategy: &str,
         target: &ConsoleConfig,
     ) -> Report {
-        let c = counters;
-        let per_s = |x: u64| {
-            if seconds > 0.0 {
-                x as f64 / seconds
-            } else {
-                0.0
-            }
-        };
-        let host_box = per_s(c.td_aabb_tests);
         Report {
-            rays: c.rays,
+            rays: counters.rays,
             wave_lanes,
             strategy: strategy.to_string(),
             target: target.cli_name,
-            consoles: CONSOLES.iter().map(|k| console_report(c, k)).collect(),
-            host: HostReport {
-                cpu: crate::host::cpu_name(),
-                seconds,
-                threads,
-                rays_per_second: per_s(c.rays),
-                instructions_per_second: per_s(c.td_box_queries + c.td_triangle_tests),
-                box_tests_per_second: host_box,
-                box_rate_share_of_peak: CONSOLES
-                    .iter()
-                    .map(|k| {
-                        (
-                            k.cli_name.to_string(),
-                            host_box / k.peak_box_tests_per_second(),
-                        )
-                    })
-                    .collect(),
-            },
-            derived: Derived {
-                simd_efficiency: c.simd_efficiency(),
-                instructions_per_wave: ratio(c.td_instructions, c.waves),
-                iterations_per_wave: ratio(c.trav_iterations, c.waves),
-                box_nodes_per_ray: ratio(c.trav_box_nodes, c.rays),
-                aabb_tests_per_ray: ratio(c.td_aabb_tests, c.rays),
-                aabb_useful_share: ratio(c.td_aabb_useful, c.td_aabb_tests),
-                triangle_tests_per_ray: ratio(c.td_triangle_tests, c.rays),
-                td_clocks_per_ray: ratio(c.td_clocks, c.rays),
-                max_stack_depth: c.trav_max_stack_depth,
-                lanes_nan_inf: c.lanes_nan_inf(),
-                hit_share: ratio(c.rays_hit, c.rays),
-            },
-            counters: c.clone(),
+            consoles: CONSOLES
+                .iter()
+                .map(|k| console_report(counters, k))
+                .collect(),
+            host: HostReport::new(counters, seconds, threads),
+            derived: Derived::new(counters),
+            counters: counters.clone(),
         }
     }
 
-    /// The human-readable table.
+    /// The human-readable table: a title line, then the consoles side by side (documented
+    /// peaks, then this run's modelled figures), the per-ray averages and raw counters, and
+    /// this CPU's emulation speed.
     pub fn table(&self) -> String {
         let mut s = String::new();
-        let d = &self.derived;
-        let c = &self.counters;
         let _ = writeln!(
             s,
             "{} rays, wave{}, {} traversal, target {}",
             self.rays, self.wave_lanes, self.strategy, self.target
         );
         let _ = writeln!(s);
-        let _ = writeln!(
-            s,
-            "{:<34} {:>16} {:>16}",
-            "console (documented | this run)", self.consoles[0].name, self.consoles[1].name
-        );
-        let row = |s: &mut String, name: &str, f: &dyn Fn(&ConsoleReport) -> String| {
-            let _ = writeln!(
-                s,
-                "{:<34} {:>16} {:>16}",
-                name,
-                f(&self.consoles[0]),
-                f(&self.consoles[1])
-            );
-        };
-        row(&mut s, "clock MHz / WGPs / TDs", &|k| {
-            format!("{}/{}/{}", k.clock_mhz, k.wgps, k.tds)
-        });
-        row(&mut s, "peak ray/AABB tests per s (G)", &|k| {
-            format_giga(k.peak_box_tests_per_second)
-        });
-        row(&mut s, "peak ray/triangle tests per s (G)", &|k| {
-            format_giga(k.peak_triangle_tests_per_second)
-        });
-        row(&mut s, "modelled TD-busy time (ms)", &|k| {
-            format!("{:.4}", k.modelled_seconds * 1e3)
-        });
-        row(&mut s, "modelled rays per s (G)", &|k| {
-            format!("{:.3}", k.modelled_rays_per_second / 1e9)
-        });
-        row(&mut s, "achieved AABB tests per s (G)", &|k| {
-            format!("{:.2}", k.achieved_box_tests_per_second / 1e9)
-        });
-        row(&mut s, "  share of peak", &|k| {
-            format!("{:.1} %", 100.0 * k.box_share_of_peak)
-        });
-        row(&mut s, "achieved triangle tests per s (G)", &|k| {
-            format!("{:.2}", k.achieved_triangle_tests_per_second / 1e9)
-        });
-        row(&mut s, "  share of peak", &|k| {
-            format!("{:.1} %", 100.0 * k.triangle_share_of_peak)
-        });
-        row(&mut s, "TD clocks min / mean / max", &|k| {
-            format!(
-                "{}/{:.0}/{}",
-                k.td_clocks_min, k.td_clocks_mean, k.td_clocks_max
-            )
-        });
+        self.write_consoles(&mut s);
+        let _ = writeln!(s);
+        self.write_per_ray(&mut s);
+        let _ = writeln!(s);
+        self.write_host(&mut s);
+        s
+    }
+
+    /// The two consoles side by side, with the TD-count note.
+    fn write_consoles(&self, s: &mut String) {
+        let [a, b] = [&self.consoles[0], &self.consoles[1]];
+        write_row2(s, "console (documented | this run)", a.name, b.name);
+        for row in &CONSOLE_ROWS {
+            write_row2(s, row.label, &(row.value)(a), &(row.value)(b));
+        }
         let _ = writeln!(s, "note: {TD_COUNT_NOTE}");
-        let _ = writeln!(s);
-        let _ = writeln!(s, "{:<34} {:>16}", "per ray / per wave", "");
-        let kv = |s: &mut String, k: &str, v: String| {
-            let _ = writeln!(s, "{k:<34} {v:>16}");
-        };
-        kv(
-            &mut s,
-            "box nodes per ray",
-            format!("{:.2}", d.box_nodes_per_ray),
-        );
-        kv(
-            &mut s,
-            "AABB tests per ray",
-            format!("{:.2}", d.aabb_tests_per_ray),
-        );
-        kv(
-            &mut s,
-            "  useful (real child)",
-            format!("{:.1} %", 100.0 * d.aabb_useful_share),
-        );
-        kv(
-            &mut s,
-            "triangle tests per ray",
-            format!("{:.2}", d.triangle_tests_per_ray),
-        );
-        kv(
-            &mut s,
-            "TD clocks per ray",
-            format!("{:.2}", d.td_clocks_per_ray),
-        );
-        kv(
-            &mut s,
-            "SIMD efficiency (lanes.active)",
-            format!("{:.1} %", 100.0 * d.simd_efficiency),
-        );
-        kv(
-            &mut s,
-            "instructions per wave",
-            format!("{:.1}", d.instructions_per_wave),
-        );
-        kv(&mut s, "max stack depth", d.max_stack_depth.to_string());
-        kv(&mut s, "lanes off by NaN/Inf", d.lanes_nan_inf.to_string());
-        kv(&mut s, "hits", format!("{:.1} %", 100.0 * d.hit_share));
-        kv(&mut s, "td.clocks", c.td_clocks.to_string());
-        kv(&mut s, "td.box_queries", c.td_box_queries.to_string());
-        kv(&mut s, "td.triangle_tests", c.td_triangle_tests.to_string());
-        kv(&mut s, "trav.iterations", c.trav_iterations.to_string());
-        let _ = writeln!(s);
+    }
+
+    /// Per-ray and per-wave averages, then the main counters.
+    fn write_per_ray(&self, s: &mut String) {
+        let d = &self.derived;
+        let c = &self.counters;
+        write_row(s, "per ray / per wave", "");
+        let rows = [
+            ("box nodes per ray", format!("{:.2}", d.box_nodes_per_ray)),
+            ("AABB tests per ray", format!("{:.2}", d.aabb_tests_per_ray)),
+            (
+                "  useful (real child)",
+                format!("{:.1} %", 100.0 * d.aabb_useful_share),
+            ),
+            (
+                "triangle tests per ray",
+                format!("{:.2}", d.triangle_tests_per_ray),
+            ),
+            ("TD clocks per ray", format!("{:.2}", d.td_clocks_per_ray)),
+            (
+                "SIMD efficiency (lanes.active)",
+                format!("{:.1} %", 100.0 * d.simd_efficiency),
+            ),
+            (
+                "instructions per wave",
+                format!("{:.1}", d.instructions_per_wave),
+            ),
+            ("max stack depth", d.max_stack_depth.to_string()),
+            ("lanes off by NaN/Inf", d.lanes_nan_inf.to_string()),
+            ("hits", format!("{:.1} %", 100.0 * d.hit_share)),
+            ("td.clocks", c.td_clocks.to_string()),
+            ("td.box_queries", c.td_box_queries.to_string()),
+            ("td.triangle_tests", c.td_triangle_tests.to_string()),
+            ("trav.iterations", c.trav_iterations.to_string()),
+        ];
+        for (label, value) in &rows {
+            write_row(s, label, value);
+        }
+    }
+
+    /// This CPU's emulation speed, and its AABB rate as a share of each console's peak.
+    fn write_host(&self, s: &mut String) {
         let h = &self.host;
         let _ = writeln!(
             s,
@@ -306,29 +345,21 @@ impl Report {
             if h.threads == 1 { "" } else { "s" },
             h.seconds
         );
-        kv(
-            &mut s,
-            "rays per s (M)",
-            format!("{:.2}", h.rays_per_second / 1e6),
-        );
-        kv(
-            &mut s,
-            "lane instructions per s (M)",
-            format!("{:.2}", h.instructions_per_second / 1e6),
-        );
-        kv(
-            &mut s,
-            "AABB tests per s (M)",
-            format!("{:.2}", h.box_tests_per_second / 1e6),
-        );
+        let rows = [
+            ("rays per s (M)", h.rays_per_second),
+            ("lane instructions per s (M)", h.instructions_per_second),
+            ("AABB tests per s (M)", h.box_tests_per_second),
+        ];
+        for (label, per_second) in rows {
+            write_row(s, label, &format!("{:.2}", per_second / 1e6));
+        }
         for (name, share) in &h.box_rate_share_of_peak {
-            kv(
-                &mut s,
+            write_row(
+                s,
                 &format!("  share of {name} peak"),
-                format!("{:.4} %", 100.0 * share),
+                &format!("{:.4} %", 100.0 * share),
             );
         }
-        s
     }
 }
 

@@ -6,21 +6,32 @@
 //! multiple importance sampling (power heuristic), Russian roulette after three segments,
 //! any-hit shadow rays, a box pixel filter, and per-(pixel, sample) random streams so the
 //! image is the same whatever the thread count.
+//!
+//! From the top: `integrator` holds [`render()`], its options and output, and runs the
+//! passes; `tile` renders one tile for one pass as a wavefront of ray batches; `shade`
+//! shades one hit (emission, light sample, BSDF sample) through `bsdf` and
+//! `texture_filter`; `film` sums the tiles; `stats` counts; `rng` gives each
+//! (pixel, sample) its stream. `output` and `heatmap` turn results into files, and `tracer`
+//! builds the hardware model's tracer for a scene.
 
 mod bsdf;
+mod film;
 mod heatmap;
 mod integrator;
 mod output;
 mod rng;
+mod shade;
+mod stats;
+mod texture_filter;
+mod tile;
 mod tracer;
 
 pub use bsdf::{fresnel_dielectric, Bsdf, BsdfSample};
 pub use heatmap::{heatmap_rgb8, ramp};
-pub use integrator::{
-    render, Control, RayKindStats, RenderOptions, RenderOutput, RenderProgress, RenderStats,
-};
+pub use integrator::{render, Control, RenderOptions, RenderOutput, RenderProgress};
 pub use output::{check_exposure, encode_exr, encode_png, to_srgb8, write_image, ImageFormat};
 pub use rng::Rng;
+pub use stats::{RayKindStats, RenderStats};
 pub use tracer::{build_wave_tracer, bvh_mesh};
 
 use glam::Vec3;

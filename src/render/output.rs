@@ -54,10 +54,10 @@ pub fn encode_png(w: &mut dyn Write, width: u32, height: u32, rgb: &[u8]) -> Res
 /// Encodes `image` as a linear f32 RGB EXR into `w`: RLE-compressed 64 x 64 tiles, stored
 /// in increasing order.
 ///
-/// Why the order: with exr's default (`LineOrder::Unspecified`) its parallel compressor
-/// writes each tile as soon as it is compressed, so the same image gave different bytes
-/// from run to run (the pixels were the same). In increasing order the file is a function
-/// of the pixels alone, like the PNG.
+/// Why the order: in exr's default order (`LineOrder::Unspecified`) its parallel compressor
+/// writes each tile as soon as it is compressed, so the bytes of one image would vary from
+/// run to run. In increasing order the file is a function of the pixels alone, like the
+/// PNG.
 pub fn encode_exr(w: &mut dyn Write, image: &Image) -> Result<()> {
     use exr::prelude::*;
     let (width, height) = (image.width as usize, image.height as usize);

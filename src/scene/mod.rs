@@ -69,6 +69,7 @@ impl Geometry {
     }
 
     /// The three corners of triangle `prim`.
+    #[inline]
     pub fn corners(&self, prim: u32) -> [Vec3; 3] {
         let [a, b, c] = self.indices[prim as usize];
         [

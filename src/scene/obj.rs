@@ -180,13 +180,55 @@ fn add_materials(
     Ok(ids)
 }
 
-/// Loads `obj_path` into `scene` with `placement`.
+/// Loads `obj_path` into `scene` with `placement`: the materials of its mtllib, then every
+/// mesh's vertices and triangles. `textures` maps texture files already in the scene to
+/// their index, so that meshes share them.
 pub(crate) fn load_obj(
     scene: &mut Scene,
     obj_path: &Path,
     placement: &MeshPlacement,
     textures: &mut HashMap<PathBuf, u32>,
 ) -> Result<()> {
+    let obj = read_obj(obj_path)?;
+    let own = ObjMaterials {
+        ids: add_materials(scene, &obj.mtl_file, &obj.materials, textures)?,
+        materials: obj.materials,
+        mtl_file: obj.mtl_file,
+    };
+    let forced = match &placement.material {
+        Some(name) => Some(named_material(scene, name, placement, &own, textures)?),
+        None => None,
+    };
+    let transform = WorldTransform::new(placement);
+    let mut default_id = None;
+    for model in &obj.models {
+        let mesh = MeshInput::new(&model.mesh, obj_path);
+        let first_vertex = mesh.push_positions(scene, &transform)?;
+        let material = match forced.or_else(|| own.id_of(mesh.mesh.material_id)) {
+            Some(id) => id,
+            None => {
+                *default_id.get_or_insert_with(|| scene.add_material(Material::default_material()))
+            }
+        };
+        mesh.push_triangles(scene, &transform, first_vertex, material)?;
+    }
+    Ok(())
+}
+
+/// An OBJ file as tobj read it.
+struct ObjFile {
+    models: Vec<tobj::Model>,
+    /// The materials of its mtllib (none without one).
+    materials: Vec<tobj::Material>,
+    /// The first MTL file tobj loaded for it, or the OBJ's path with `.mtl` (names the
+    /// file in warnings and errors).
+    mtl_file: PathBuf,
+}
+
+/// Reads and parses `obj_path` (triangulated; points and lines dropped). An error in an
+/// MTL file it references is that file's error; an OBJ error names the line when
+/// [`crate::bvh::mesh::locate_obj_error`] finds it.
+fn read_obj(obj_path: &Path) -> Result<ObjFile> {
     let mut reader = open_maybe_gz(obj_path)?;
     let dir = obj_path.parent().unwrap_or(Path::new(".")).to_path_buf();
     let mtl_error: RefCell<Option<Error>> = RefCell::new(None);
@@ -223,101 +265,151 @@ pub(crate) fn load_obj(
             .unwrap_or_else(|| (0, format!("cannot parse OBJ: {e}")));
         Error::parse(obj_path, line, message)
     })?;
-    let materials = materials.unwrap_or_default();
     let mtl_file = mtl_paths
         .into_inner()
         .first()
         .cloned()
         .unwrap_or_else(|| obj_path.with_extension("mtl"));
+    Ok(ObjFile {
+        models,
+        materials: materials.unwrap_or_default(),
+        mtl_file,
+    })
+}
 
-    // Materials of the OBJ's own mtllib.
-    let mat_ids = add_materials(scene, &mtl_file, &materials, textures)?;
-    // An explicit material for every face.
-    let mut forced: Option<u32> = None;
-    if let Some(name) = &placement.material {
-        let (names, ids): (Vec<String>, Vec<u32>) = match &placement.mtl {
-            Some(mtl) => {
-                let mats = load_mtl(mtl)?;
-                let ids = add_materials(scene, mtl, &mats, textures)?;
-                (mats.into_iter().map(|m| m.name).collect(), ids)
-            }
-            None => (
-                materials.iter().map(|m| m.name.clone()).collect(),
-                mat_ids.clone(),
-            ),
-        };
-        let pos = names.iter().position(|n| n == name).ok_or_else(|| {
-            let file = placement.mtl.as_deref().unwrap_or(&mtl_file);
-            Error::field(
-                "mesh.material",
-                format!("no material named {name:?} in {}", file.display()),
-            )
-        })?;
-        forced = Some(ids[pos]);
+/// The materials of an OBJ's own mtllib, as added to the scene.
+struct ObjMaterials {
+    materials: Vec<tobj::Material>,
+    /// Scene material index of each of `materials`.
+    ids: Vec<u32>,
+    /// Where they came from ([`ObjFile::mtl_file`]).
+    mtl_file: PathBuf,
+}
+
+impl ObjMaterials {
+    /// The scene material of tobj material `index`; `None` without one or out of range.
+    fn id_of(&self, index: Option<usize>) -> Option<u32> {
+        index.and_then(|i| self.ids.get(i).copied())
     }
-    let mut default_id = None;
-    let mut default_material = |scene: &mut Scene| -> u32 {
-        *default_id.get_or_insert_with(|| scene.add_material(Material::default_material()))
+}
+
+/// The scene material named `name` that every face takes: from the placement's own MTL
+/// file when it gives one (its materials are added to the scene), else from the OBJ's
+/// mtllib (`own`). A missing name is an [`Error::InvalidField`] for `mesh.material`.
+fn named_material(
+    scene: &mut Scene,
+    name: &str,
+    placement: &MeshPlacement,
+    own: &ObjMaterials,
+    textures: &mut HashMap<PathBuf, u32>,
+) -> Result<u32> {
+    let (file, id) = match &placement.mtl {
+        Some(mtl) => {
+            let mats = load_mtl(mtl)?;
+            let ids = add_materials(scene, mtl, &mats, textures)?;
+            let pos = mats.iter().position(|m| m.name == name);
+            (mtl, pos.map(|p| ids[p]))
+        }
+        None => {
+            let pos = own.materials.iter().position(|m| m.name == name);
+            (&own.mtl_file, pos.map(|p| own.ids[p]))
+        }
     };
-    let flip = placement.linear.determinant() < 0.0;
-    for model in &models {
-        let mesh = &model.mesh;
-        let g_base = scene.geometry.positions.len() as u32;
-        let vcount = mesh.positions.len() / 3;
-        for v in mesh.positions.chunks_exact(3) {
-            let p = placement.linear * Vec3::new(v[0], v[1], v[2]) + placement.translate;
+    id.ok_or_else(|| {
+        Error::field(
+            "mesh.material",
+            format!("no material named {name:?} in {}", file.display()),
+        )
+    })
+}
+
+/// How a mesh's object space maps to world space.
+struct WorldTransform {
+    /// `world_from_object` linear part and translation, for positions.
+    linear: Mat3,
+    translate: Vec3,
+    /// Inverse transpose of `linear`, for normals.
+    normal_matrix: Mat3,
+    /// `linear` mirrors (negative determinant): corners 1 and 2 swap to keep the winding.
+    flip: bool,
+}
+
+impl WorldTransform {
+    fn new(placement: &MeshPlacement) -> Self {
+        WorldTransform {
+            linear: placement.linear,
+            translate: placement.translate,
+            normal_matrix: placement.linear.inverse().transpose(),
+            flip: placement.linear.determinant() < 0.0,
+        }
+    }
+}
+
+/// One tobj mesh on its way into the scene; errors name `obj_path`.
+struct MeshInput<'a> {
+    mesh: &'a tobj::Mesh,
+    obj_path: &'a Path,
+    /// The mesh has texture coordinates (else every corner gets (0, 0)).
+    has_uv: bool,
+    /// Every corner has a normal index (else every corner gets a zero normal).
+    has_normals: bool,
+}
+
+impl<'a> MeshInput<'a> {
+    fn new(mesh: &'a tobj::Mesh, obj_path: &'a Path) -> Self {
+        MeshInput {
+            mesh,
+            obj_path,
+            has_uv: !mesh.texcoord_indices.is_empty() && !mesh.texcoords.is_empty(),
+            has_normals: mesh.normal_indices.len() == mesh.indices.len()
+                && !mesh.normals.is_empty(),
+        }
+    }
+
+    fn vertex_count(&self) -> usize {
+        self.mesh.positions.len() / 3
+    }
+
+    /// Appends the vertex positions in world space (each must be finite); returns the
+    /// scene index of the first.
+    fn push_positions(&self, scene: &mut Scene, transform: &WorldTransform) -> Result<u32> {
+        let first_vertex = scene.geometry.positions.len() as u32;
+        for v in self.mesh.positions.chunks_exact(3) {
+            let p = transform.linear * Vec3::new(v[0], v[1], v[2]) + transform.translate;
             if !p.is_finite() {
-                return Err(Error::parse(obj_path, 0, "vertex position is NaN or Inf"));
+                return Err(Error::parse(
+                    self.obj_path,
+                    0,
+                    "vertex position is NaN or Inf",
+                ));
             }
             scene.geometry.positions.push(p.to_array());
         }
-        let material = match forced {
-            Some(id) => id,
-            None => match mesh.material_id.and_then(|i| mat_ids.get(i).copied()) {
-                Some(id) => id,
-                None => default_material(scene),
-            },
-        };
-        let has_uv = !mesh.texcoord_indices.is_empty() && !mesh.texcoords.is_empty();
-        let has_normals =
-            mesh.normal_indices.len() == mesh.indices.len() && !mesh.normals.is_empty();
-        let normal_matrix = placement.linear.inverse().transpose();
-        for (t, tri) in mesh.indices.chunks_exact(3).enumerate() {
+        Ok(first_vertex)
+    }
+
+    /// Appends every triangle, with its corner uvs and normals and `material`; its vertex
+    /// indices are offset by `first_vertex`. Any index out of range is an error.
+    fn push_triangles(
+        &self,
+        scene: &mut Scene,
+        transform: &WorldTransform,
+        first_vertex: u32,
+        material: u32,
+    ) -> Result<()> {
+        let vcount = self.vertex_count();
+        for (t, tri) in self.mesh.indices.chunks_exact(3).enumerate() {
             if tri.iter().any(|&i| i as usize >= vcount) {
-                return Err(Error::parse(obj_path, 0, "face index out of range"));
+                return Err(Error::parse(self.obj_path, 0, "face index out of range"));
             }
-            let mut idx = [tri[0] + g_base, tri[1] + g_base, tri[2] + g_base];
-            let mut uv = [[0.0f32; 2]; 3];
-            if has_uv {
-                for (k, corner) in uv.iter_mut().enumerate() {
-                    let ti = mesh.texcoord_indices[3 * t + k] as usize;
-                    if 2 * ti + 1 >= mesh.texcoords.len() {
-                        return Err(Error::parse(
-                            obj_path,
-                            0,
-                            "texture coordinate index out of range",
-                        ));
-                    }
-                    *corner = [mesh.texcoords[2 * ti], mesh.texcoords[2 * ti + 1]];
-                }
-            }
-            let mut normals = [[0.0f32; 3]; 3];
-            if has_normals {
-                for (k, corner) in normals.iter_mut().enumerate() {
-                    let ni = mesh.normal_indices[3 * t + k] as usize;
-                    if 3 * ni + 2 >= mesh.normals.len() {
-                        return Err(Error::parse(obj_path, 0, "normal index out of range"));
-                    }
-                    let n = normal_matrix
-                        * Vec3::new(
-                            mesh.normals[3 * ni],
-                            mesh.normals[3 * ni + 1],
-                            mesh.normals[3 * ni + 2],
-                        );
-                    *corner = n.try_normalize().unwrap_or(Vec3::ZERO).to_array();
-                }
-            }
-            if flip {
+            let mut idx = [
+                tri[0] + first_vertex,
+                tri[1] + first_vertex,
+                tri[2] + first_vertex,
+            ];
+            let mut uv = self.corner_uvs(t)?;
+            let mut normals = self.corner_normals(t, transform.normal_matrix)?;
+            if transform.flip {
                 idx.swap(1, 2);
                 uv.swap(1, 2);
                 normals.swap(1, 2);
@@ -327,6 +419,50 @@ pub(crate) fn load_obj(
             scene.geometry.normals.push(normals);
             scene.geometry.materials.push(material);
         }
+        Ok(())
     }
-    Ok(())
+
+    /// Texture coordinates of triangle `t`'s corners (zeros without any).
+    fn corner_uvs(&self, t: usize) -> Result<[[f32; 2]; 3]> {
+        if !self.has_uv {
+            return Ok([[0.0f32; 2]; 3]);
+        }
+        corner_values(&self.mesh.texcoord_indices, &self.mesh.texcoords, t)
+            .ok_or_else(|| Error::parse(self.obj_path, 0, "texture coordinate index out of range"))
+    }
+
+    /// Unit world-space normals of triangle `t`'s corners through `normal_matrix` (zeros
+    /// without any, and for a normal that cannot be normalized).
+    fn corner_normals(&self, t: usize, normal_matrix: Mat3) -> Result<[[f32; 3]; 3]> {
+        if !self.has_normals {
+            return Ok([[0.0f32; 3]; 3]);
+        }
+        let normals = corner_values(&self.mesh.normal_indices, &self.mesh.normals, t)
+            .ok_or_else(|| Error::parse(self.obj_path, 0, "normal index out of range"))?;
+        Ok(normals.map(|n| {
+            (normal_matrix * Vec3::from(n))
+                .try_normalize()
+                .unwrap_or(Vec3::ZERO)
+                .to_array()
+        }))
+    }
+}
+
+/// The `N`-float attributes of triangle `t`'s three corners: corner `k` reads
+/// `values[N * i..N * i + N]` for `i = indices[3 * t + k]`. `None` when an `i` is past the
+/// end of `values`.
+fn corner_values<const N: usize>(
+    indices: &[u32],
+    values: &[f32],
+    t: usize,
+) -> Option<[[f32; N]; 3]> {
+    let mut corners = [[0.0f32; N]; 3];
+    for (k, corner) in corners.iter_mut().enumerate() {
+        let i = indices[3 * t + k] as usize;
+        if N * i + (N - 1) >= values.len() {
+            return None;
+        }
+        corner.copy_from_slice(&values[N * i..N * i + N]);
+    }
+    Some(corners)
 }
