@@ -10,6 +10,7 @@ use std::time::Instant;
 use wavetrace::hw::peak::SERIES_X;
 use wavetrace::render::{build_wave_tracer, render, Control, RenderOptions, RenderStats};
 use wavetrace::scene::Scene;
+use wavetrace::traverse::WaveTracerConfig;
 use wavetrace::wave::WaveWidth;
 
 const SIZE: u32 = 128;
@@ -44,7 +45,12 @@ fn main() {
         ("bunny", "scenes/bunny/bunny.toml"),
     ] {
         let Some(scene) = load(rel) else { continue };
-        let (tracer, _) = build_wave_tracer(&scene.geometry, WaveWidth::W32, SERIES_X).unwrap();
+        let config = WaveTracerConfig {
+            wave: WaveWidth::W32,
+            console: SERIES_X,
+            ..WaveTracerConfig::default()
+        };
+        let (tracer, _) = build_wave_tracer(&scene.geometry, config).unwrap();
         let opts = RenderOptions {
             spp: SPP,
             seed: 1,

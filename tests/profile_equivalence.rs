@@ -10,10 +10,12 @@ use wavetrace::counters::Counters;
 use wavetrace::hw::NodePointer;
 use wavetrace::math::{Hit, Ray};
 use wavetrace::profile::rays::{PinholeCamera, SplitMix64};
-use wavetrace::profile::{self, QueryKind, RayKind, RaySet, TraversalKind, Variant};
+use wavetrace::profile::{self, QueryKind, RayKind, RaySet, Variant};
 use wavetrace::traverse::short_stack::{ChildOrder, TrailStack};
 use wavetrace::traverse::stream::{trace_stream, StreamStats};
-use wavetrace::traverse::{FullStack, LaneOutput, LaneState, LockstepLanes, Query, WaveRun};
+use wavetrace::traverse::{
+    FullStack, LaneOutput, LaneState, LockstepLanes, Query, Strategy, WaveRun,
+};
 use wavetrace::wave::intersect::RayColumns;
 use wavetrace::wave::{BvhMemory, NodeCache, Portable, Wave, WaveIntersector};
 
@@ -243,7 +245,7 @@ fn trail_with_unbounded_stack_never_restarts_and_matches_full_stack_work() {
         QueryKind::ClosestHit,
     );
     let big = Variant {
-        traversal: TraversalKind::RestartTrail(1 << 20),
+        traversal: Strategy::RestartTrail(1 << 20),
         ..Variant::baseline()
     };
     let (_, trail, stats) =

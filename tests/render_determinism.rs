@@ -6,6 +6,7 @@ mod common;
 use common::{repo_path, BruteForceTracer};
 use wavetrace::render::{build_wave_tracer, render, Control, RenderOptions, RenderOutput};
 use wavetrace::scene::Scene;
+use wavetrace::traverse::WaveTracerConfig;
 use wavetrace::wave::Tracer;
 
 fn small_cornell() -> Scene {
@@ -46,12 +47,12 @@ fn render_with_threads(
 fn same_seed_same_image_for_any_thread_count() {
     let scene = small_cornell();
     let brute = BruteForceTracer::new(&scene.geometry);
-    let (wave, _) = build_wave_tracer(
-        &scene.geometry,
-        wavetrace::wave::WaveWidth::W32,
-        wavetrace::hw::peak::SERIES_X,
-    )
-    .unwrap();
+    let config = WaveTracerConfig {
+        wave: wavetrace::wave::WaveWidth::W32,
+        console: wavetrace::hw::peak::SERIES_X,
+        ..WaveTracerConfig::default()
+    };
+    let (wave, _) = build_wave_tracer(&scene.geometry, config).unwrap();
     for tracer in [&brute as &dyn Tracer, &wave] {
         let a = render_with_threads(&scene, tracer, 1, 42);
         let b = render_with_threads(&scene, tracer, 2, 42);
@@ -80,12 +81,12 @@ fn same_seed_same_image_for_any_thread_count() {
 fn wave_tracer_and_reference_tracer_render_the_same_image() {
     let scene = small_cornell();
     let brute = BruteForceTracer::new(&scene.geometry);
-    let (wave, _) = build_wave_tracer(
-        &scene.geometry,
-        wavetrace::wave::WaveWidth::W64,
-        wavetrace::hw::peak::SERIES_S,
-    )
-    .unwrap();
+    let config = WaveTracerConfig {
+        wave: wavetrace::wave::WaveWidth::W64,
+        console: wavetrace::hw::peak::SERIES_S,
+        ..WaveTracerConfig::default()
+    };
+    let (wave, _) = build_wave_tracer(&scene.geometry, config).unwrap();
     let a = render_with_threads(&scene, &brute, 2, 9);
     let b = render_with_threads(&scene, &wave, 2, 9);
     let rmse = common::rmse(&a.image, &b.image);

@@ -15,7 +15,7 @@ use wavetrace::counters::Counters;
 use wavetrace::host::cpu_name;
 use wavetrace::math::{HitRecord, Ray};
 use wavetrace::traverse::rayfile::read_rays;
-use wavetrace::traverse::{Schedule, SimdPath, WaveTracer, WaveTracerConfig};
+use wavetrace::traverse::{Schedule, SimdPath, Strategy, WaveTracer, WaveTracerConfig};
 use wavetrace::wave::{Tracer, WaveWidth};
 use wavetrace::{Error, Result};
 
@@ -38,6 +38,10 @@ pub struct BenchArgs {
     /// Builds of the wave loop to compare (e.g. `--simd portable avx2`).
     #[arg(long, value_enum, num_args = 1.., default_value = "auto")]
     pub simd: Vec<SimdArg>,
+    /// Traversal shader: full-stack, restart-N, walkback-N or stackless-trail (the names
+    /// `profile` uses).
+    #[arg(long, default_value = "full-stack", value_parser = super::parse_strategy)]
+    pub traversal: Strategy,
     /// Host schedules of a wave's lanes to compare (e.g. `--schedule lockstep by-lane`).
     #[arg(long, value_enum, num_args = 1.., default_value = "lockstep")]
     pub schedule: Vec<ScheduleArg>,
@@ -112,6 +116,7 @@ pub fn run(args: BenchArgs) -> Result<i32> {
         .map(|&(simd, schedule)| {
             let config = WaveTracerConfig {
                 wave,
+                strategy: args.traversal,
                 parallel: args.threads > 1,
                 simd,
                 schedule,

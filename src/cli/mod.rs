@@ -109,6 +109,17 @@ fn thread_pool(threads: Option<usize>) -> wavetrace::Result<rayon::ThreadPool> {
         .map_err(|e| wavetrace::Error::Other(format!("cannot start the thread pool: {e}")))
 }
 
+/// `--traversal`: a traversal strategy by the name `profile` gives it.
+fn parse_strategy(name: &str) -> std::result::Result<wavetrace::traverse::Strategy, String> {
+    wavetrace::traverse::Strategy::from_name(name).ok_or_else(|| {
+        format!(
+            "unknown traversal `{name}`: full-stack, restart-N, walkback-N (N from 1 to {}) \
+             or stackless-trail",
+            wavetrace::traverse::Strategy::MAX_SHORT_STACK
+        )
+    })
+}
+
 /// The first, smallest and median of `seconds` (not empty; the median of an even count is
 /// the mean of the two middle values).
 pub(crate) fn first_best_median(seconds: &[f64]) -> (f64, f64, f64) {

@@ -11,6 +11,7 @@ use wavetrace::render::{
     self, build_wave_tracer, heatmap_rgb8, Control, ImageFormat, RenderOptions, RenderProgress,
 };
 use wavetrace::scene::Scene;
+use wavetrace::traverse::{Strategy, WaveTracerConfig};
 use wavetrace::wave::WaveWidth;
 use wavetrace::{Error, Result};
 
@@ -42,6 +43,10 @@ pub struct RenderArgs {
     /// Console whose TD count the counters lead with: series-s or series-x.
     #[arg(long, default_value = "series-x")]
     pub target: String,
+    /// Traversal shader of every ray: full-stack, restart-N, walkback-N or stackless-trail
+    /// (the names `profile` uses). The image does not depend on it; the counters do.
+    #[arg(long, default_value = "full-stack", value_parser = super::parse_strategy)]
+    pub traversal: Strategy,
     /// PNG exposure in stops (the pixel values are multiplied by 2^exposure).
     #[arg(long, default_value_t = 0.0, allow_hyphen_values = true)]
     pub exposure: f32,
@@ -117,7 +122,13 @@ pub fn run(args: RenderArgs) -> Result<i32> {
         let _ = ctrlc::set_handler(move || cancel.store(true, Ordering::Relaxed));
     }
 
-    let (tracer, built) = pool.install(|| build_wave_tracer(&scene.geometry, wave, console))?;
+    let config = WaveTracerConfig {
+        wave,
+        console,
+        strategy: args.traversal,
+        ..WaveTracerConfig::default()
+    };
+    let (tracer, built) = pool.install(|| build_wave_tracer(&scene.geometry, config))?;
     let tty = std::io::stderr().is_terminal();
     eprintln!(
         "{}: {} triangles, {} materials, {} textures; BVH {} bytes in {:.2} s",

@@ -24,11 +24,6 @@ pub enum TargetArg {
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
-pub enum TraversalArg {
-    FullStack,
-}
-
-#[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum SimdArg {
     Auto,
     Portable,
@@ -84,9 +79,10 @@ pub struct TraceArgs {
     /// Console the report leads with (both are counted).
     #[arg(long, value_enum, default_value = "series-x")]
     pub target: TargetArg,
-    /// Traversal shader.
-    #[arg(long, value_enum, default_value = "full-stack")]
-    pub traversal: TraversalArg,
+    /// Traversal shader: full-stack, restart-N, walkback-N or stackless-trail (the names
+    /// `profile` uses). Hits are the same for every one; the counters are each one's.
+    #[arg(long, default_value = "full-stack", value_parser = super::parse_strategy)]
+    pub traversal: Strategy,
     #[command(flatten)]
     pub build: super::bvh::BuildArgs,
     /// Worker threads (default: all cores).
@@ -134,14 +130,8 @@ struct Stats<'a> {
 }
 
 pub fn run(args: TraceArgs) -> Result<i32> {
-    let threads = args.threads.unwrap_or_else(num_cpus);
-    if threads == 0 {
-        return Err(Error::field("--threads", "must be at least 1"));
-    }
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .build()
-        .map_err(|e| Error::Other(format!("cannot start {threads} threads: {e}")))?;
+    let pool = super::thread_pool(args.threads)?;
+    let threads = pool.current_num_threads();
     let simd = args.simd.path()?;
     let mesh = Mesh::load_obj(&args.mesh)?;
     let rays = read_rays(&args.rays)?;
@@ -155,9 +145,7 @@ pub fn run(args: TraceArgs) -> Result<i32> {
             TargetArg::SeriesS => SERIES_S,
             TargetArg::SeriesX => SERIES_X,
         },
-        strategy: match args.traversal {
-            TraversalArg::FullStack => Strategy::FullStack,
-        },
+        strategy: args.traversal,
         parallel: threads > 1,
         simd,
         schedule: args.schedule.schedule(),
@@ -214,8 +202,4 @@ pub fn run(args: TraceArgs) -> Result<i32> {
         super::write_json(path, &stats)?;
     }
     Ok(0)
-}
-
-fn num_cpus() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
 }

@@ -42,7 +42,7 @@ use crate::hw::NodePointer;
 use crate::math::Ray;
 use crate::wave::intersect::{LaneRay, TriangleBatch, TriangleRay};
 use crate::wave::isa::Isa;
-use crate::wave::td::{LaneTotals, WaveCost};
+use crate::wave::td::{InstructionCost, LaneTotals, WaveCost};
 use crate::wave::{LaneRegisters, LaneResult, LaneStatus, Wave};
 
 /// What one lane did when run alone ([`WaveRun::run_lane_alone`]).
@@ -92,8 +92,6 @@ pub struct ByLaneScratch<L> {
     untested: Vec<u32>,
     /// Bit s set = some irregular lane (one with an untested step) was tested at step s.
     tested: Vec<u64>,
-    /// The lane's triangle test (640 bytes of rows, made once).
-    triangles: TriangleBatch,
 }
 
 /// A lane run alone ([`WaveRun::run_lane_alone`]): its traversal state, the node it asks
@@ -107,12 +105,11 @@ pub(super) struct AloneLane<'l, L> {
     pub hit: &'l mut LaneHit,
 }
 
-/// Where a lane run alone counts what it did: its wave's totals, its untested steps, the
-/// deepest stack, and the scratch of its triangle tests.
+/// Where a lane run alone counts what it did: its wave's totals, its untested steps, and
+/// the deepest stack.
 pub(super) struct LaneTally<'t> {
     pub totals: &'t mut LaneTotals,
     pub untested: &'t mut Vec<u32>,
-    pub triangles: &'t mut TriangleBatch,
     pub max_depth: &'t mut usize,
 }
 
@@ -139,7 +136,6 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
             lane,
             untested,
             tested,
-            triangles,
         } = scratch;
         tested.clear();
         for (ray, o) in rays.iter().zip(out.iter_mut()) {
@@ -167,7 +163,6 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
                 LaneTally {
                     totals: &mut wave_steps.totals,
                     untested,
-                    triangles,
                     max_depth: &mut max_depth,
                 },
                 counters,
@@ -188,7 +183,9 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
     /// Whether the instruction accepts the lane's registers is checked once: a lane whose
     /// registers it rejects takes the general arm at its first step, which retires it, and a
     /// lane's registers change only by a finite extent, so a lane that passes once passes at
-    /// every step.
+    /// every step. The lane's registers and bookkeeping stay in locals for the whole run and
+    /// are written back at its end: behind the references they come in, every step would
+    /// load and store them again.
     #[inline(always)]
     pub(super) fn run_lane_alone<I: Isa>(
         &self,
@@ -205,48 +202,61 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
             triangle_ray,
             hit,
         } = lane;
-        let active = crate::wave::lanes::ray_is_active(regs);
+        let (mut ray, mut lane_hit) = (*regs, *hit);
+        let mut cost = InstructionCost::default();
+        let (mut max_depth, mut hits_accepted) = (*tally.max_depth, 0u64);
+        // The lane's triangle test (its rows are 640 bytes, zeroed once a run).
+        let mut triangles = TriangleBatch::default();
+        let active = crate::wave::lanes::ray_is_active(&ray);
         let mut steps = 0u32;
-        loop {
+        let deactivated = loop {
             steps += 1;
             let registers = LaneRegisters {
-                ray: regs,
+                ray: &ray,
                 triangle_ray,
                 active,
             };
-            let result = intersector.execute(node, &registers, tally.triangles);
-            tally.totals.cost.add_lane(&result);
-            hit.clocks += result.clocks();
+            let result = intersector.execute(node, &registers, &mut triangles);
+            cost.add_lane(&result);
+            lane_hit.clocks += result.clocks();
             let next = match result {
                 LaneResult::Box { result, .. } => {
                     traversal.after_box_masked(isa, trav, node, result.children, result.valid)
                 }
                 LaneResult::Triangle(dwords) => {
-                    self.lane_after_triangle(trav, node, dwords, regs, hit, counters)
+                    let prim_id = || self.prim_id.primitive_id(node, &dwords);
+                    let accepted = lane_hit.offer(node, dwords, prim_id);
+                    if let Some(t) = accepted {
+                        hits_accepted += 1;
+                        ray.extent = t;
+                    }
+                    if accepted.is_some() && self.query == Query::AnyHit {
+                        None
+                    } else {
+                        traversal.after_leaf(trav, node)
+                    }
                 }
                 LaneResult::Untested { outcome, .. } => {
                     tally.untested.push(steps);
                     if let LaneOutcome::Inactive(reason) = outcome {
-                        *tally.max_depth = (*tally.max_depth).max(traversal.stack_depth(trav));
-                        return LaneRun {
-                            steps,
-                            deactivated: Some(reason),
-                        };
+                        max_depth = max_depth.max(traversal.stack_depth(trav));
+                        break Some(reason);
                     }
                     traversal.after_leaf(trav, node)
                 }
             };
-            *tally.max_depth = (*tally.max_depth).max(traversal.stack_depth(trav));
+            max_depth = max_depth.max(traversal.stack_depth(trav));
             match next {
                 Some(p) => node = p,
-                None => {
-                    return LaneRun {
-                        steps,
-                        deactivated: None,
-                    }
-                }
+                None => break None,
             }
-        }
+        };
+        *regs = ray;
+        *hit = lane_hit;
+        tally.totals.cost.add(&cost);
+        *tally.max_depth = max_depth;
+        counters.trav_hits_accepted += hits_accepted;
+        LaneRun { steps, deactivated }
     }
 
     /// Finishes the lanes of `wave` still in exec after `steps` lockstep steps, each alone
@@ -270,7 +280,6 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
         // lanes (usually none: no allocation).
         let mut wave_steps = [LaneSteps::default(), LaneSteps::default()];
         let (mut untested, mut tested) = (Vec::new(), [Vec::new(), Vec::new()]);
-        let mut triangles = TriangleBatch::default();
         let mut exec = wave.exec;
         while exec != 0 {
             let i = exec.trailing_zeros() as usize;
@@ -290,7 +299,6 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
                 LaneTally {
                     totals: &mut wave_steps[k].totals,
                     untested: &mut untested,
-                    triangles: &mut triangles,
                     max_depth,
                 },
                 counters,
@@ -311,29 +319,6 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
                 wave_cost[k].merge(&wave_steps[k].wave_cost(W, &tested[k]));
             }
         }
-    }
-
-    /// The lane tested triangle `node` and got `dwords`: offers the hit (an accepted one
-    /// becomes the ray extent), then asks the strategy for the next node (none after an
-    /// accepted hit of an any-hit query).
-    #[inline(always)]
-    fn lane_after_triangle(
-        &self,
-        lane: &mut T::Lane,
-        node: NodePointer,
-        dwords: [u32; 4],
-        regs: &mut LaneRay,
-        hit: &mut LaneHit,
-        counters: &mut Counters,
-    ) -> Option<NodePointer> {
-        if let Some(t) = hit.offer(node, dwords, || self.prim_id.primitive_id(node, &dwords)) {
-            counters.trav_hits_accepted += 1;
-            regs.extent = t;
-            if self.query == Query::AnyHit {
-                return None;
-            }
-        }
-        self.traversal.after_leaf(lane, node)
     }
 }
 

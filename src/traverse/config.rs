@@ -1,6 +1,9 @@
 //! How a [`WaveTracer`](super::WaveTracer) runs: the traversal strategy, the build of the
 //! wave loop, the schedule of a wave's lanes, the wave width and the console.
 
+use super::short_stack::{ChildOrder, CountedTraversal, TrailStack, WalkBack};
+use super::{FullStack, LeafChains};
+use crate::bvh::BvhImage;
 use crate::hw::peak::{ConsoleConfig, SERIES_X};
 use crate::wave::isa::Avx2;
 use crate::wave::WaveWidth;
@@ -60,6 +63,60 @@ impl Strategy {
     /// Whether the strategy reads the image's parent tables (walk-back).
     pub fn needs_parents(self) -> bool {
         matches!(self, Strategy::WalkBack(_))
+    }
+
+    /// Runs `visitor` with this strategy's traversal for box results in `order`, with the
+    /// leaf-chain walk around it when `leaf_chains` (an image built with leaf chains).
+    /// `parents` holds the image's side tables, which walk-back reads (it panics without
+    /// them, and needs sorted results). A full stack over leaf-first or unsorted results
+    /// runs as a trail stack of unbounded capacity: the ranks of its entries give the
+    /// order.
+    pub fn visit<V: StrategyVisitor>(
+        self,
+        order: ChildOrder,
+        leaf_chains: bool,
+        parents: Option<&BvhImage>,
+        visitor: V,
+    ) -> V::Output {
+        let unbounded = TrailStack {
+            capacity: usize::MAX,
+            order,
+        };
+        match (self, order.leaf_first || !order.sorted) {
+            (Strategy::FullStack, false) => chained(FullStack, leaf_chains, visitor),
+            (Strategy::FullStack, true) => chained(unbounded, leaf_chains, visitor),
+            (Strategy::RestartTrail(capacity), _) => {
+                chained(TrailStack { capacity, order }, leaf_chains, visitor)
+            }
+            (Strategy::StacklessTrail, _) => {
+                chained(TrailStack { capacity: 0, order }, leaf_chains, visitor)
+            }
+            (Strategy::WalkBack(capacity), _) => {
+                let parents = parents.expect("walk-back reads the image's parent tables");
+                let walk_back = WalkBack::new(capacity, order, parents);
+                chained(walk_back, leaf_chains, visitor)
+            }
+        }
+    }
+}
+
+/// Work run with the traversal a [`Strategy`] names ([`Strategy::visit`]).
+pub trait StrategyVisitor {
+    type Output;
+
+    fn visit<T: CountedTraversal>(self, traversal: T) -> Self::Output;
+}
+
+/// `visitor` with `traversal`, wrapped in the leaf-chain walk when `leaf_chains`.
+fn chained<T: CountedTraversal, V: StrategyVisitor>(
+    traversal: T,
+    leaf_chains: bool,
+    visitor: V,
+) -> V::Output {
+    if leaf_chains {
+        visitor.visit(LeafChains(traversal))
+    } else {
+        visitor.visit(traversal)
     }
 }
 

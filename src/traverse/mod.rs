@@ -32,7 +32,7 @@ mod tracer;
 mod traversal;
 
 pub use chains::LeafChains;
-pub use config::{Schedule, SimdPath, Strategy, WaveTracerConfig};
+pub use config::{Schedule, SimdPath, Strategy, StrategyVisitor, WaveTracerConfig};
 pub use lane::{hit_from_dwords, lane_ray, LaneHit, LaneOutput, LaneState};
 pub use lockstep::LockstepLanes;
 pub use stack::FullStack;

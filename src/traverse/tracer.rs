@@ -8,11 +8,11 @@
 //! threads.
 
 use super::by_lane::ByLaneScratch;
-use super::config::{Schedule, Strategy, WaveTracerConfig};
+use super::config::{Schedule, StrategyVisitor, WaveTracerConfig};
 use super::lane::{hit_from_dwords, LaneOutput, LaneState};
 use super::lockstep::{LockstepBlock, LockstepLanes};
-use super::short_stack::{ChildOrder, TrailStack, WalkBack};
-use super::{FullStack, LeafChains, PrimitiveIds, Query, Traversal, WaveRun};
+use super::short_stack::{ChildOrder, CountedTraversal};
+use super::{PrimitiveIds, Query, Traversal, WaveRun};
 use crate::bvh::query::barycentrics_f64;
 use crate::bvh::{BvhImage, Mesh};
 use crate::counters::Counters;
@@ -346,35 +346,11 @@ impl WaveTracer {
             sorted: self.descriptor.box_sort_enable,
             leaf_first: false,
         };
-        match self.config.strategy {
-            Strategy::FullStack => self.trace_with(FullStack, job),
-            Strategy::RestartTrail(capacity) => {
-                self.trace_with(TrailStack { capacity, order }, job)
-            }
-            Strategy::StacklessTrail => self.trace_with(TrailStack { capacity: 0, order }, job),
-            Strategy::WalkBack(capacity) => {
-                let tables = self
-                    .tables
-                    .as_ref()
-                    .expect("a walk-back tracer keeps its tables");
-                self.trace_with(WalkBack::new(capacity, order, tables), job)
-            }
-        }
-    }
-
-    /// Traces `job` with `traversal` (with the leaf-chain walk around it for a chained
-    /// image), in waves of the configured width.
-    fn trace_with<T: Traversal, O: Send>(
-        &self,
-        traversal: T,
-        job: TraceJob<'_, O, impl Fn(&Ray, &LaneOutput, &mut O) + Sync>,
-    ) {
-        match (self.config.wave, self.leaf_chains) {
-            (WaveWidth::W32, false) => self.run::<32, 64, _, O>(&traversal, job),
-            (WaveWidth::W64, false) => self.run::<64, 64, _, O>(&traversal, job),
-            (WaveWidth::W32, true) => self.run::<32, 64, _, O>(&LeafChains(traversal), job),
-            (WaveWidth::W64, true) => self.run::<64, 64, _, O>(&LeafChains(traversal), job),
-        }
+        let tables = self.tables.as_ref();
+        let visit = TraceWith { tracer: self, job };
+        self.config
+            .strategy
+            .visit(order, self.leaf_chains, tables, visit);
     }
 
     /// Traces in waves of `W` lanes, run `H / W` at a time by the lockstep schedule (the
@@ -522,6 +498,25 @@ impl WaveTracer {
                 hit
             }
             None => Hit::MISS,
+        }
+    }
+}
+
+/// A trace job run with the traversal of the tracer's strategy, in waves of the configured
+/// width.
+struct TraceWith<'t, 'j, O, C> {
+    tracer: &'t WaveTracer,
+    job: TraceJob<'j, O, C>,
+}
+
+impl<O: Send, C: Fn(&Ray, &LaneOutput, &mut O) + Sync> StrategyVisitor for TraceWith<'_, '_, O, C> {
+    type Output = ();
+
+    fn visit<T: CountedTraversal>(self, traversal: T) {
+        let TraceWith { tracer, job } = self;
+        match tracer.config.wave {
+            WaveWidth::W32 => tracer.run::<32, 64, _, O>(&traversal, job),
+            WaveWidth::W64 => tracer.run::<64, 64, _, O>(&traversal, job),
         }
     }
 }

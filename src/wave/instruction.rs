@@ -216,13 +216,13 @@ impl<'a> WaveIntersector<'a> {
     #[inline(always)]
     pub fn classify(&self, node: NodePointer, active: bool) -> LaneWork<'a> {
         if active {
-            if node.is_box() {
-                if let Some(b) = self.cached_box_of_box_pointer(node) {
-                    return LaneWork::Box(b);
-                }
-            } else if node.is_triangle() {
+            if node.is_triangle() {
                 if let Some(t) = self.mapped_triangle(node) {
                     return LaneWork::Triangle(t, node.triangle_index());
+                }
+            } else if node.is_box() {
+                if let Some(b) = self.cached_box_of_box_pointer(node) {
+                    return LaneWork::Box(b);
                 }
             }
         }

@@ -3,10 +3,11 @@
 
 use super::{Lockstep, Step};
 use crate::hw::NodePointer;
+use crate::traverse::lane::LaneState;
 use crate::traverse::{PrimitiveIds, Traversal};
-use crate::wave::intersect::{BoxResult, DecodedBox};
+use crate::wave::intersect::{BoxResult, DecodedBox, RayColumns};
 use crate::wave::isa::{Avx2, Isa};
-use crate::wave::{LaneStatus, WaveIntersector};
+use crate::wave::{LaneStatus, Wave, WaveIntersector};
 
 impl<T: Traversal, P: PrimitiveIds + ?Sized, I: Isa, const W: usize, const H: usize>
     Lockstep<'_, '_, T, P, I, W, H>
@@ -15,16 +16,21 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized, I: Isa, const W: usize, const H: us
     /// `step.rest`. Box lanes come first: grouping lanes by node type keeps the branches
     /// predictable (lanes are independent, so the order changes no result).
     #[inline(always)]
-    pub(super) fn test_box_lanes(&mut self, step: &mut Step) {
-        let boxes = self.isa.box_pointer_mask(&self.wave.node);
+    pub(super) fn test_box_lanes(
+        &mut self,
+        wave: &mut Wave<H, LaneState<T::Lane>>,
+        columns: &RayColumns,
+        step: &mut Step,
+    ) {
+        let boxes = self.isa.box_pointer_mask(&wave.node);
         step.box_lanes = step.rest & boxes;
         step.rest &= !boxes;
         if let Some(avx2) = self.isa.avx2() {
             if self.run.intersector.descriptor.box_sort_enable {
-                self.test_box_blocks(avx2, step);
+                self.test_box_blocks(avx2, wave, columns, step);
             }
         }
-        self.test_box_lanes_one_by_one(step);
+        self.test_box_lanes_one_by_one(wave, step);
     }
 
     /// Records box lane `i`'s result, its node having `useful_slots` child slots.
@@ -39,23 +45,23 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized, I: Isa, const W: usize, const H: us
     /// ([`Avx2::box_query_pair`]), else (or when the pair declines) one by one; a lane whose
     /// node is not cached goes to `step.rest`.
     #[inline(always)]
-    fn test_box_lanes_one_by_one(&mut self, step: &mut Step) {
+    fn test_box_lanes_one_by_one(&mut self, wave: &Wave<H, LaneState<T::Lane>>, step: &mut Step) {
         let intersector = self.run.intersector;
         let sort = intersector.descriptor.box_sort_enable;
         let grow = intersector.grow();
         while step.box_lanes != 0 {
             let i = step.box_lanes.trailing_zeros() as usize;
             step.box_lanes &= step.box_lanes - 1;
-            let Some(b) = intersector.cached_box_of_box_pointer(self.wave.node[i]) else {
+            let Some(b) = intersector.cached_box_of_box_pointer(wave.node[i]) else {
                 step.rest |= 1 << i;
                 continue;
             };
             if let Some(avx2) = self.isa.avx2().filter(|_| step.box_lanes != 0) {
                 // Pair lane i with the next box lane.
                 let j = step.box_lanes.trailing_zeros() as usize;
-                if let Some(b_j) = intersector.cached_box_of_box_pointer(self.wave.node[j]) {
+                if let Some(b_j) = intersector.cached_box_of_box_pointer(wave.node[j]) {
                     let mut pair = [BoxResult::default(); 2];
-                    let rays = [&self.wave.ray[i], &self.wave.ray[j]];
+                    let rays = [&wave.ray[i], &wave.ray[j]];
                     let finite = (self.finite_slopes >> i) & (self.finite_slopes >> j) & 1 == 1;
                     let [ri, rj] = &mut pair;
                     let out = [&mut ri.children, &mut rj.children];
@@ -74,7 +80,7 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized, I: Isa, const W: usize, const H: us
             let mut result = BoxResult::default();
             result.valid = crate::wave::intersect::box_query(
                 b,
-                &self.wave.ray[i],
+                &wave.ray[i],
                 grow,
                 sort,
                 &mut result.children,
@@ -87,17 +93,21 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized, I: Isa, const W: usize, const H: us
     /// testing then stack work, keep fewer values live than one loop doing both, which
     /// spilled registers (measured 1.02-1.04x).
     #[inline(always)]
-    pub(super) fn consume_box_results(&mut self, step: &mut Step) {
+    pub(super) fn consume_box_results(
+        &mut self,
+        wave: &mut Wave<H, LaneState<T::Lane>>,
+        step: &mut Step,
+    ) {
         while step.tested != 0 {
             let i = step.tested.trailing_zeros() as usize;
             step.tested &= step.tested - 1;
             let BoxResult { children, valid } = self.box_results[i];
-            let node = self.wave.node[i];
+            let node = wave.node[i];
             let traversal = self.run.traversal;
-            let trav = &mut self.wave.state[i].trav;
+            let trav = &mut wave.state[i].trav;
             let next = traversal.after_box_masked(self.isa, trav, node, children, valid);
             self.max_depth = self.max_depth.max(traversal.stack_depth(trav));
-            self.go_on(i, next);
+            self.go_on(wave, i, next);
         }
     }
 
@@ -108,7 +118,13 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized, I: Isa, const W: usize, const H: us
     /// the same children in all eight lanes consumes them once; every other shared block
     /// parts or pops ([`Self::part_shared_blocks`]).
     #[inline(always)]
-    fn test_box_blocks(&mut self, avx2: Avx2, step: &mut Step) {
+    fn test_box_blocks(
+        &mut self,
+        avx2: Avx2,
+        wave: &mut Wave<H, LaneState<T::Lane>>,
+        columns: &RayColumns,
+        step: &mut Step,
+    ) {
         let intersector = self.run.intersector;
         let grow = intersector.grow();
         // Shared blocks not consumed as one in this step.
@@ -119,33 +135,26 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized, I: Isa, const W: usize, const H: us
             blocks &= blocks - 1;
             let block = 0xffu64 << first;
             let block_shared = (self.shared >> first) & 1 == 1;
-            if !block_shared && !avx2.eight_lanes_at_one_node(&self.wave.node, first) {
+            if !block_shared && !avx2.eight_lanes_at_one_node(&wave.node, first) {
                 // Eight box lanes at different nodes: tested as one when every node is
                 // cached and ordered (else in pairs).
-                let Some((nodes, useful)) =
-                    eight_ordered_boxes(intersector, &self.wave.node, first)
+                let Some((nodes, useful)) = eight_ordered_boxes(intersector, &wave.node, first)
                 else {
                     continue;
                 };
-                avx2.box_query_eight_nodes(
-                    &nodes,
-                    self.columns,
-                    first,
-                    grow,
-                    &mut self.box_results,
-                );
+                avx2.box_query_eight_nodes(&nodes, columns, first, grow, &mut self.box_results);
                 step.cost.box_queries(Self::wave_of(first), 8, useful);
                 step.box_lanes &= !block;
                 step.tested |= block;
                 continue;
             }
-            let Some(b) = intersector.cached_box_of_box_pointer(self.wave.node[first]) else {
+            let Some(b) = intersector.cached_box_of_box_pointer(wave.node[first]) else {
                 continue;
             };
             if b.ordered == 0 {
                 continue;
             }
-            let uniform = avx2.box_query_eight(b, self.columns, first, grow, &mut self.box_results);
+            let uniform = avx2.box_query_eight(b, columns, first, grow, &mut self.box_results);
             // Eight box queries and eight times the useful slots, all in one wave (a block
             // of eight never straddles two).
             step.cost
@@ -153,33 +162,38 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized, I: Isa, const W: usize, const H: us
             step.box_lanes &= !block;
             if block_shared && uniform {
                 parting &= !block;
-                self.consume_shared_block(avx2, first);
+                self.consume_shared_block(avx2, wave, first);
                 continue;
             }
             step.tested |= block;
         }
-        self.part_shared_blocks(parting, step);
+        self.part_shared_blocks(wave, parting, step);
     }
 
     /// The shared block at lanes `first..first + 8` got the same children in all eight
     /// lanes: one lane's stack work for all eight.
     #[inline(always)]
-    fn consume_shared_block(&mut self, avx2: Avx2, first: usize) {
+    fn consume_shared_block(
+        &mut self,
+        avx2: Avx2,
+        wave: &mut Wave<H, LaneState<T::Lane>>,
+        first: usize,
+    ) {
         let BoxResult { children, valid } = self.box_results[first];
-        let node = self.wave.node[first];
+        let node = wave.node[first];
         let traversal = self.run.traversal;
-        let trav = &mut self.wave.state[first].trav;
+        let trav = &mut wave.state[first].trav;
         let next = traversal.after_box_masked(avx2, trav, node, children, valid);
         self.max_depth = self.max_depth.max(traversal.stack_depth(trav));
         match next {
             Some(p) => {
                 self.run.intersector.prefetch_entry(p);
-                self.wave.node[first..first + 8].fill(p);
+                wave.node[first..first + 8].fill(p);
             }
             None => {
                 self.shared &= !(0xff << first);
                 for k in first..first + 8 {
-                    self.retire(k, LaneStatus::Finished);
+                    self.retire(wave, k, LaneStatus::Finished);
                 }
             }
         }
@@ -192,23 +206,28 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized, I: Isa, const W: usize, const H: us
     /// parts in the next step. Any other shared block goes on apart: its lanes get the
     /// block's state.
     #[inline(always)]
-    fn part_shared_blocks(&mut self, mut parting: u64, step: &Step) {
+    fn part_shared_blocks(
+        &mut self,
+        wave: &mut Wave<H, LaneState<T::Lane>>,
+        mut parting: u64,
+        step: &Step,
+    ) {
         let (intersector, traversal) = (self.run.intersector, self.run.traversal);
         while parting != 0 {
             let first = parting.trailing_zeros() as usize;
             parting &= !(0xff << first);
-            let node = self.wave.node[first];
+            let node = wave.node[first];
             if (step.rest >> first) & 0xff == 0xff
                 && node.is_triangle()
                 && intersector.mapped_triangle(node).is_some()
             {
-                let trav = &mut self.wave.state[first].trav;
+                let trav = &mut wave.state[first].trav;
                 self.batch.shared.next[first / 8] = traversal.after_leaf(trav, node);
                 self.batch.shared.lanes |= 0xff << first;
                 continue;
             }
             self.shared &= !(0xff << first);
-            let (head, rest) = self.wave.state.split_at_mut(first + 1);
+            let (head, rest) = wave.state.split_at_mut(first + 1);
             for lane in &mut rest[..7] {
                 traversal.copy_lane(&head[first].trav, &mut lane.trav);
             }

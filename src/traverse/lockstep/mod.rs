@@ -35,7 +35,7 @@ use crate::wave::intersect::{BoxResult, RayColumns};
 use crate::wave::isa::{Isa, IsaKernel};
 use crate::wave::td::{StepCost, WaveCost};
 use crate::wave::{LaneResult, LaneStatus, Wave};
-use triangles::Gathered;
+use triangles::{Gathered, TriangleHit};
 
 /// When this few lanes of the host's waves are left in exec, the lockstep loop lets them run
 /// alone to their ends ([`WaveRun::finish_lanes_alone`]).
@@ -55,12 +55,15 @@ pub struct LockstepLanes<'w, L, const H: usize> {
 /// steps, counters and TD are its own, as if it ran alone: the host only runs the two
 /// waves' steps side by side, so that what each step costs the host whatever its number
 /// of lanes (the lane loops' set-up and their mispredicted exits) is paid once for both.
+///
+/// The loop's own state lives here; the lanes (`wave`) and their ray columns (`columns`)
+/// are handed to each phase as parameters: a reference held in a field reaches the
+/// compiler without the guarantee that nothing else aliases it, and every load behind the
+/// other references (the node cache, the traversal) would then be repeated after each
+/// store to a lane.
 pub(super) struct Lockstep<'l, 'a, T: Traversal, P: ?Sized, I, const W: usize, const H: usize> {
     run: &'l WaveRun<'a, T, P>,
     isa: I,
-    wave: &'l mut Wave<H, LaneState<T::Lane>>,
-    columns: &'l mut RayColumns,
-    counters: &'l mut Counters,
     /// Lanes the instruction will reject at their first step.
     rejected: u64,
     /// Lanes whose box tests can never make a NaN product.
@@ -73,6 +76,8 @@ pub(super) struct Lockstep<'l, 'a, T: Traversal, P: ?Sized, I, const W: usize, c
     /// Steps issued so far, the current one included: a lane retiring in a step issued one
     /// instruction in each ([`super::LaneHit::clocks`]).
     steps: u32,
+    /// Hits the lanes accepted (`trav.hits_accepted`).
+    hits_accepted: u64,
     /// Triangle tests gathered across lanes.
     batch: Gathered,
     /// Each box lane's result in the current step.
@@ -150,26 +155,25 @@ impl<'a, T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'a, T, P> {
         let mut lockstep = Lockstep::<T, P, I, W, H> {
             run: self,
             isa,
-            wave,
-            columns,
-            counters,
             rejected: started.rejected,
             finite_slopes: started.finite_slopes,
             shared: started.shared,
             max_depth: 0,
             steps: 0,
+            hits_accepted: 0,
             batch: Gathered::default(),
             box_results: [BoxResult::default(); H],
             wave_cost: [WaveCost::default(); 2],
         };
-        while lockstep.wave.exec != 0 {
-            if lockstep.tail_is_left() {
-                lockstep.finish_tail();
+        while wave.exec != 0 {
+            if lockstep.tail_is_left(wave) {
+                lockstep.finish_tail(wave, counters);
                 break;
             }
-            lockstep.step();
+            lockstep.step(wave, columns);
         }
-        lockstep.finish(first_index, waves, &mut out[..rays.len()]);
+        let out = &mut out[..rays.len()];
+        lockstep.finish(wave, first_index, waves, out, counters);
     }
 }
 
@@ -192,46 +196,46 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized, I: Isa, const W: usize, const H: us
     /// not before the first step has retired the rejected lanes (a block of eight that
     /// shares one stack cannot be among two lanes, but is ruled out all the same).
     #[inline(always)]
-    fn tail_is_left(&self) -> bool {
-        self.wave.exec.count_ones() <= TAIL_LANES && self.rejected == 0 && self.shared == 0
+    fn tail_is_left(&self, wave: &Wave<H, LaneState<T::Lane>>) -> bool {
+        wave.exec.count_ones() <= TAIL_LANES && self.rejected == 0 && self.shared == 0
     }
 
     /// Runs the last lanes alone to their ends (the same results and counters).
-    fn finish_tail(&mut self) {
+    fn finish_tail(&mut self, wave: &mut Wave<H, LaneState<T::Lane>>, counters: &mut Counters) {
         self.run.finish_lanes_alone::<I, W, H>(
             self.isa,
-            self.wave,
+            wave,
             self.steps,
             &mut self.wave_cost,
             &mut self.max_depth,
-            self.counters,
+            counters,
         );
     }
 
     /// One step: one instruction of each wave with a lane in exec, then each lane consumes
     /// its result (see the module documentation).
     #[inline(always)]
-    fn step(&mut self) {
+    fn step(&mut self, wave: &mut Wave<H, LaneState<T::Lane>>, columns: &mut RayColumns) {
         self.steps += 1;
-        let issued = Self::WAVE_MASK.map(|m| (self.wave.exec & m).count_ones());
+        let issued = Self::WAVE_MASK.map(|m| (wave.exec & m).count_ones());
         let mut step = Step {
             box_lanes: 0,
             tested: 0,
-            rest: self.wave.exec,
+            rest: wave.exec,
             cost: StepCost::default(),
         };
         self.batch.start_step();
-        self.retire_rejected(&mut step);
-        self.test_box_lanes(&mut step);
-        self.consume_box_results(&mut step);
-        self.test_triangle_lanes(&mut step);
+        self.retire_rejected(wave, &mut step);
+        self.test_box_lanes(wave, columns, &mut step);
+        self.consume_box_results(wave, &mut step);
+        self.test_triangle_lanes(wave, columns, &mut step);
         self.charge_step(step.cost, issued);
     }
 
     /// First step only: the lanes whose registers the instruction rejects take the general
     /// arm, which retires them (no TD clock).
     #[inline(always)]
-    fn retire_rejected(&mut self, step: &mut Step) {
+    fn retire_rejected(&mut self, wave: &mut Wave<H, LaneState<T::Lane>>, step: &mut Step) {
         while self.rejected != 0 {
             let i = self.rejected.trailing_zeros() as usize;
             self.rejected &= self.rejected - 1;
@@ -239,13 +243,13 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized, I: Isa, const W: usize, const H: us
             let r = self
                 .run
                 .intersector
-                .execute_general(self.wave.node[i], &self.wave.ray[i]);
+                .execute_general(wave.node[i], &wave.ray[i]);
             step.cost.lane(Self::wave_of(i), &r);
             let LaneOutcome::Inactive(reason) = r.outcome() else {
                 unreachable!("a lane failing ray_is_active is inactive");
             };
-            self.wave.state[i].hit.free_steps += 1;
-            self.retire(i, LaneStatus::Deactivated(reason));
+            wave.state[i].hit.free_steps += 1;
+            self.retire(wave, i, LaneStatus::Deactivated(reason));
         }
     }
 
@@ -262,69 +266,89 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized, I: Isa, const W: usize, const H: us
     }
 
     /// Charges each wave's sums to its TD, and writes each lane's result to `out`.
-    fn finish(&mut self, first_index: u64, waves: usize, out: &mut [LaneOutput]) {
+    fn finish(
+        &mut self,
+        wave: &Wave<H, LaneState<T::Lane>>,
+        first_index: u64,
+        waves: usize,
+        out: &mut [LaneOutput],
+        counters: &mut Counters,
+    ) {
         for (k, cost) in self.wave_cost.iter().enumerate().take(waves) {
-            cost.charge(self.counters, first_index + k as u64);
+            cost.charge(counters, first_index + k as u64);
         }
-        let depth = &mut self.counters.trav_max_stack_depth;
-        *depth = (*depth).max(self.max_depth as u64);
+        counters.trav_max_stack_depth = counters.trav_max_stack_depth.max(self.max_depth as u64);
+        counters.trav_hits_accepted += self.hits_accepted;
         for (i, o) in out.iter_mut().enumerate() {
-            *o = self.wave.state[i].hit.output(self.counters);
+            *o = wave.state[i].hit.output(counters);
         }
     }
 
     /// Lane `i` asks for `next`, or finishes.
     #[inline(always)]
-    fn go_on(&mut self, i: usize, next: Option<NodePointer>) {
+    fn go_on(&self, wave: &mut Wave<H, LaneState<T::Lane>>, i: usize, next: Option<NodePointer>) {
         match next {
             Some(p) => {
                 // The node's cache entry (a triangle's holds its primitive ids too).
                 self.run.intersector.prefetch_entry(p);
-                self.wave.node[i] = p;
+                wave.node[i] = p;
             }
-            None => self.retire(i, LaneStatus::Finished),
+            None => self.retire(wave, i, LaneStatus::Finished),
         }
     }
 
     /// Lane `i` stops: every step it issued but its free ones cost one TD clock (one box
     /// query or one triangle test).
     #[inline(always)]
-    fn retire(&mut self, i: usize, status: LaneStatus) {
-        let hit = &mut self.wave.state[i].hit;
+    fn retire(&self, wave: &mut Wave<H, LaneState<T::Lane>>, i: usize, status: LaneStatus) {
+        let hit = &mut wave.state[i].hit;
         hit.clocks = self.steps - hit.free_steps;
-        self.wave.retire(i, status);
+        wave.retire(i, status);
     }
 
     /// Lane `i`'s instruction went through the kernel's general arm and returned `result`
     /// (already charged): the lane consumes it, or retires when the instruction turned it
     /// off.
     #[inline(always)]
-    fn consume_general(&mut self, i: usize, result: LaneResult) {
-        let node = self.wave.node[i];
+    fn consume_general(
+        &mut self,
+        wave: &mut Wave<H, LaneState<T::Lane>>,
+        columns: &mut RayColumns,
+        i: usize,
+        result: LaneResult,
+    ) {
+        let node = wave.node[i];
         let traversal = self.run.traversal;
         match result {
             LaneResult::Box { result, .. } => {
-                let trav = &mut self.wave.state[i].trav;
+                let trav = &mut wave.state[i].trav;
                 let (children, valid) = (result.children, result.valid);
                 let next = traversal.after_box_masked(self.isa, trav, node, children, valid);
                 self.max_depth = self.max_depth.max(traversal.stack_depth(trav));
-                self.go_on(i, next);
+                self.go_on(wave, i, next);
             }
-            LaneResult::Triangle(dwords) => self.after_triangle(i, node, dwords, false),
+            LaneResult::Triangle(dwords) => {
+                let hit = TriangleHit {
+                    lane: i,
+                    node,
+                    dwords,
+                };
+                self.after_triangle(wave, columns, hit, false);
+            }
             LaneResult::Untested {
                 outcome: LaneOutcome::Inactive(reason),
                 ..
             } => {
-                self.wave.state[i].hit.free_steps += 1;
-                self.retire(i, LaneStatus::Deactivated(reason));
+                wave.state[i].hit.free_steps += 1;
+                self.retire(wave, i, LaneStatus::Deactivated(reason));
             }
             LaneResult::Untested { .. } => {
                 // User node, out of bounds, unmapped: nothing tested, the lane goes on.
-                let lane = &mut self.wave.state[i];
+                let lane = &mut wave.state[i];
                 lane.hit.free_steps += 1;
                 let next = traversal.after_leaf(&mut lane.trav, node);
                 self.max_depth = self.max_depth.max(traversal.stack_depth(&lane.trav));
-                self.go_on(i, next);
+                self.go_on(wave, i, next);
             }
         }
     }

@@ -5,10 +5,12 @@
 
 use super::{Lockstep, Step};
 use crate::hw::NodePointer;
+use crate::traverse::lane::LaneState;
 use crate::traverse::{PrimitiveIds, Query, Traversal};
 use crate::wave::instruction::LaneWork;
-use crate::wave::intersect::{TriangleBatch, BATCH_LANES};
+use crate::wave::intersect::{RayColumns, TriangleBatch, BATCH_LANES};
 use crate::wave::isa::{Avx2, Isa};
+use crate::wave::Wave;
 
 /// Triangle tests gathered across lanes, with each one's lane and node pointer, and the
 /// lanes of this step whose pop was done for their shared block.
@@ -35,15 +37,28 @@ pub(super) struct SharedPops {
     pub next: [Option<NodePointer>; 8],
 }
 
+/// A lane's triangle test: the lane, the triangle pointer it asked for, and the four dwords.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct TriangleHit {
+    pub lane: usize,
+    pub node: NodePointer,
+    pub dwords: [u32; 4],
+}
+
 impl<T: Traversal, P: PrimitiveIds + ?Sized, I: Isa, const W: usize, const H: usize>
     Lockstep<'_, '_, T, P, I, W, H>
 {
     /// Tests the step's triangle lanes and runs every other lane of `step.rest` through the
     /// kernel's general arm (user nodes, the bounds check, unmapped memory, uncached boxes).
     #[inline(always)]
-    pub(super) fn test_triangle_lanes(&mut self, step: &mut Step) {
+    pub(super) fn test_triangle_lanes(
+        &mut self,
+        wave: &mut Wave<H, LaneState<T::Lane>>,
+        columns: &mut RayColumns,
+        step: &mut Step,
+    ) {
         if let Some(avx2) = self.isa.avx2() {
-            self.test_shared_triangle_blocks(avx2, step);
+            self.test_shared_triangle_blocks(avx2, wave, columns, step);
         }
         let intersector = self.run.intersector;
         let mut rest = step.rest;
@@ -51,35 +66,35 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized, I: Isa, const W: usize, const H: us
         while rest != 0 {
             let i = rest.trailing_zeros() as usize;
             rest &= rest - 1;
-            let node = self.wave.node[i];
+            let node = wave.node[i];
             // Every lane here has registers the instruction accepts (the rejected ones
             // retired at the first step).
             match intersector.classify(node, true) {
                 LaneWork::Triangle(triangle, k) => {
                     self.batch.lanes[self.batch.tests.len()] = (i, node);
-                    let ray = &self.wave.state[i].triangle_ray;
+                    let ray = &wave.state[i].triangle_ray;
                     self.isa
                         .push_triangle(&mut self.batch.tests, triangle, k, ray);
                     batched |= 1 << i;
                     if self.batch.tests.holds(I::TRIANGLE_BATCH) {
-                        self.flush_triangles();
+                        self.flush_triangles(wave, columns);
                     }
                 }
                 LaneWork::Box(b) => {
                     // (Box lanes whose node is cached were tested with the box lanes.)
-                    let r = intersector.execute_box(b, &self.wave.ray[i]);
+                    let r = intersector.execute_box(b, &wave.ray[i]);
                     step.cost.lane(Self::wave_of(i), &r);
-                    self.consume_general(i, r);
+                    self.consume_general(wave, columns, i, r);
                 }
                 LaneWork::General => {
-                    let r = intersector.execute_general(node, &self.wave.ray[i]);
+                    let r = intersector.execute_general(node, &wave.ray[i]);
                     step.cost.lane(Self::wave_of(i), &r);
-                    self.consume_general(i, r);
+                    self.consume_general(wave, columns, i, r);
                 }
             }
         }
         if !self.batch.tests.is_empty() {
-            self.flush_triangles();
+            self.flush_triangles(wave, columns);
         }
         step.cost.triangle_tests(batched);
     }
@@ -91,21 +106,32 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized, I: Isa, const W: usize, const H: us
     /// 46 %), and a check of every full block of triangle lanes cost the bunny's camera rays
     /// 1 %.
     #[inline(always)]
-    fn test_shared_triangle_blocks(&mut self, avx2: Avx2, step: &mut Step) {
+    fn test_shared_triangle_blocks(
+        &mut self,
+        avx2: Avx2,
+        wave: &mut Wave<H, LaneState<T::Lane>>,
+        columns: &mut RayColumns,
+        step: &mut Step,
+    ) {
         let intersector = self.run.intersector;
         let mode = intersector.descriptor.triangle_return_mode;
         let mut blocks = self.batch.shared.lanes & 0x0101_0101_0101_0101;
         while blocks != 0 {
             let first = blocks.trailing_zeros() as usize;
             blocks &= blocks - 1;
-            let node = self.wave.node[first];
+            let node = wave.node[first];
             let Some(triangle) = intersector.mapped_triangle(node) else {
                 continue;
             };
             let k = node.triangle_index();
-            let dwords = avx2.triangle_query_eight(triangle, k, self.columns, first, mode);
+            let dwords = avx2.triangle_query_eight(triangle, k, columns, first, mode);
             for (j, dwords) in dwords.into_iter().enumerate() {
-                self.after_triangle(first + j, node, dwords, true);
+                let hit = TriangleHit {
+                    lane: first + j,
+                    node,
+                    dwords,
+                };
+                self.after_triangle(wave, columns, hit, true);
             }
             step.cost.triangle_tests(0xff << first);
             step.rest &= !(0xff << first);
@@ -114,42 +140,52 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized, I: Isa, const W: usize, const H: us
 
     /// Runs the gathered triangle tests and lets each lane consume its dwords.
     #[inline(always)]
-    fn flush_triangles(&mut self) {
+    fn flush_triangles(
+        &mut self,
+        wave: &mut Wave<H, LaneState<T::Lane>>,
+        columns: &mut RayColumns,
+    ) {
         let mode = self.run.intersector.descriptor.triangle_return_mode;
         let dwords = self.isa.run_triangles(&self.batch.tests, mode);
-        let (lanes, n) = (self.batch.lanes, self.batch.tests.len());
-        for (&(i, node), &dwords) in lanes.iter().zip(&dwords).take(n) {
-            self.after_triangle(i, node, dwords, true);
+        let n = self.batch.tests.len();
+        for (j, &dwords) in dwords.iter().enumerate().take(n) {
+            let (lane, node) = self.batch.lanes[j];
+            let hit = TriangleHit { lane, node, dwords };
+            self.after_triangle(wave, columns, hit, true);
         }
         self.batch.tests.clear();
     }
 
-    /// Lane `i` tested triangle `node` and got `dwords`: offers the hit, then asks the
-    /// strategy for the next node (none after an accepted hit of an any-hit query; the
-    /// node its shared block popped when `may_share` and the lane is in one). An accepted
-    /// hit shrinks the lane's extent, in its register and in its column.
+    /// A lane tested its triangle: offers the hit, then asks the strategy for the next node
+    /// (none after an accepted hit of an any-hit query; the node its shared block popped
+    /// when `may_share` and the lane is in one). An accepted hit shrinks the lane's extent,
+    /// in its register and in its column.
     #[inline(always)]
     pub(super) fn after_triangle(
         &mut self,
-        i: usize,
-        node: NodePointer,
-        dwords: [u32; 4],
+        wave: &mut Wave<H, LaneState<T::Lane>>,
+        columns: &mut RayColumns,
+        hit: TriangleHit,
         may_share: bool,
     ) {
+        let TriangleHit {
+            lane: i,
+            node,
+            dwords,
+        } = hit;
         let run = self.run;
-        let wave = &mut *self.wave;
         let lane = &mut wave.state[i];
         let mut done = false;
         if let Some(t) = lane
             .hit
             .offer(node, dwords, || run.prim_id.primitive_id(node, &dwords))
         {
-            self.counters.trav_hits_accepted += 1;
+            self.hits_accepted += 1;
             // The current closest t becomes the ray extent.
             wave.ray[i].extent = t;
             // Written here, in the branch the hit takes anyway: a mask of the lanes to
             // update after the step cost a loop whose exit the CPU mispredicted.
-            self.columns.set_extent(i, t);
+            columns.set_extent(i, t);
             done = run.query == Query::AnyHit;
         }
         let shared = &self.batch.shared;
@@ -161,6 +197,6 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized, I: Isa, const W: usize, const H: us
             run.traversal.after_leaf(&mut lane.trav, node)
         };
         self.max_depth = self.max_depth.max(run.traversal.stack_depth(&lane.trav));
-        self.go_on(i, next);
+        self.go_on(wave, i, next);
     }
 }

@@ -1,0 +1,338 @@
+//! Running a variant and measuring it: the stream schedule on the variant's own image, the
+//! correctness guard, and the figures of the ranked table.
+
+use super::{QueryKind, RaySet, Variant, T_TOLERANCE_ULPS};
+use crate::bvh::{BvhImage, Mesh};
+use crate::counters::Counters;
+use crate::hw::peak::ConsoleConfig;
+use crate::hw::NodePointer;
+use crate::math::{Hit, Ray};
+use crate::traverse::short_stack::{ChildOrder, CountedTraversal};
+use crate::traverse::stream::{trace_stream, StreamStats};
+use crate::traverse::{LaneOutput, LaneState, StrategyVisitor, WaveRun};
+use crate::wave::{td, BvhMemory, NodeCache, Wave, WaveIntersector, WaveWidth};
+use rayon::prelude::*;
+use serde::Serialize;
+use std::time::Instant;
+
+/// Rays per parallel block (a multiple of every wave's refill batch).
+const BLOCK_RAYS: usize = 2048;
+
+/// With lane refill, one persistent wave runs this many waves' worth of rays.
+pub const REFILL_WAVES: usize = 4;
+
+/// One variant's measurements.
+#[derive(Clone, Debug, Serialize)]
+pub struct VariantResult {
+    pub name: String,
+    pub axis: &'static str,
+    pub description: String,
+    /// Rays whose hit disagrees with the reference on the same image (0 for a correct
+    /// variant).
+    pub wrong_rays: u64,
+    /// Rays whose hit differs geometrically from the reference on the canonical FP32 image
+    /// (hit vs miss, or t off by more than 1e-4 relative; informational, see the module
+    /// docs).
+    pub canonical_diffs: u64,
+    /// Position in the ranking by modelled rays/s (1 = fastest); `None` when wrong.
+    pub rank: Option<usize>,
+    pub td_clocks_per_ray: f64,
+    /// Wave instructions issued per ray (one per wave step, shared by its active lanes).
+    pub instructions_per_ray: f64,
+    pub box_queries_per_ray: f64,
+    pub triangle_tests_per_ray: f64,
+    /// Active lane slots over available lane slots of issued instructions.
+    pub simd_efficiency: f64,
+    pub max_stack_depth: u64,
+    pub mean_stack_depth: f64,
+    pub node_bytes_per_ray: f64,
+    /// Restarts from the root (trail) or walk-back steps (walk-back) per ray.
+    pub restarts_per_ray: f64,
+    /// Rays per second on the target console (busiest TD's clocks), in 10^9.
+    pub modelled_grays: f64,
+    /// Rays per second if the same clocks were spread evenly over all TDs, in 10^9.
+    pub balanced_grays: f64,
+    /// Useful box tests per modelled second over the console's peak box-test rate.
+    pub peak_share: f64,
+    /// Mean over busiest TD clocks on the target console (1 = perfectly balanced; the
+    /// modelled rate follows the busiest TD).
+    pub td_balance: f64,
+    /// Seconds the host took to run the variant.
+    pub host_seconds: f64,
+    /// BVH image bytes.
+    pub bvh_bytes: usize,
+    #[serde(skip)]
+    pub counters: Counters,
+    /// TD clocks of each ray, in input order.
+    #[serde(skip)]
+    pub ray_clocks: Vec<u32>,
+    /// Each ray's raw result, in input order.
+    #[serde(skip)]
+    pub outputs: Vec<LaneOutput>,
+}
+
+/// A whole profile.
+#[derive(Clone, Debug, Serialize)]
+pub struct ProfileReport {
+    pub input: String,
+    pub rays: usize,
+    pub ray_kind: String,
+    pub query: QueryKind,
+    pub console: &'static str,
+    pub t_tolerance_ulps: u32,
+    /// Reference host seconds (scalar traversal of every ray).
+    pub reference_seconds: f64,
+    /// In rank order; wrong variants last.
+    pub variants: Vec<VariantResult>,
+}
+
+/// Distance in representable f32 values between two finite floats.
+pub fn ulp_distance(a: f32, b: f32) -> u64 {
+    fn key(x: f32) -> i64 {
+        let bits = x.to_bits() as i32 as i64;
+        if bits < 0 {
+            i32::MIN as i64 - bits
+        } else {
+            bits
+        }
+    }
+    (key(a) - key(b)).unsigned_abs()
+}
+
+/// Whether a variant's result matches the reference (see the module docs).
+pub fn agrees(query: QueryKind, reference: &Hit, t: f32, prim_id: u32, hit: bool) -> bool {
+    match query {
+        QueryKind::AnyHit => reference.is_hit() == hit,
+        QueryKind::ClosestHit => match (reference.is_hit(), hit) {
+            (false, false) => true,
+            (true, true) => {
+                prim_id == reference.prim_id
+                    && ulp_distance(t, reference.t) <= T_TOLERANCE_ULPS as u64
+            }
+            _ => false,
+        },
+    }
+}
+
+/// Runs `rays` through `variant` on `image`; returns per-ray outputs in input order, the
+/// counters and the stream stats.
+pub fn trace_variant(
+    variant: &Variant,
+    image: &BvhImage,
+    mesh: &Mesh,
+    rays: &[Ray],
+    query: QueryKind,
+) -> (Vec<LaneOutput>, Counters, StreamStats) {
+    let order = ChildOrder {
+        sorted: image.descriptor.box_sort_enable,
+        leaf_first: variant.leaf_first,
+    };
+    let job = VariantRun {
+        variant,
+        image,
+        mesh,
+        rays,
+        query,
+    };
+    variant
+        .traversal
+        .visit(order, image.leaf_chains, Some(image), job)
+}
+
+/// One variant's rays on its image, run with the variant's traversal
+/// ([`Strategy::visit`]) in waves of its width.
+struct VariantRun<'v> {
+    variant: &'v Variant,
+    image: &'v BvhImage,
+    mesh: &'v Mesh,
+    rays: &'v [Ray],
+    query: QueryKind,
+}
+
+impl StrategyVisitor for VariantRun<'_> {
+    type Output = (Vec<LaneOutput>, Counters, StreamStats);
+
+    fn visit<T: CountedTraversal>(self, traversal: T) -> Self::Output {
+        match self.variant.wave {
+            WaveWidth::W32 => run::<32, T>(&self, &traversal),
+            WaveWidth::W64 => run::<64, T>(&self, &traversal),
+        }
+    }
+}
+
+fn run<const W: usize, T: CountedTraversal>(
+    job: &VariantRun,
+    traversal: &T,
+) -> (Vec<LaneOutput>, Counters, StreamStats) {
+    let VariantRun {
+        variant,
+        image,
+        mesh,
+        rays,
+        query,
+    } = *job;
+    let memory = BvhMemory {
+        bytes: &image.bytes,
+        va: 0,
+    };
+    let cache = NodeCache::build(&memory, &image.descriptor, image.root);
+    let intersector = WaveIntersector::new(memory, image.descriptor, Some(&cache));
+    let triangles = mesh.len() as u32;
+    let prim_id = |ptr: NodePointer, dwords: &[u32; 4]| {
+        let p = image.primitive_id(ptr, dwords);
+        if p < triangles {
+            p
+        } else {
+            u32::MAX
+        }
+    };
+    // Ray order: trace a permuted copy, then put outputs back in input order.
+    let permutation = variant.ray_order.permutation(rays);
+    let ordered: Vec<Ray> = permutation.iter().map(|&i| rays[i as usize]).collect();
+    let mut out = vec![LaneOutput::default(); rays.len()];
+    let batch = if variant.refill { REFILL_WAVES * W } else { W };
+    let blocks: Vec<(Counters, StreamStats)> = ordered
+        .par_chunks(BLOCK_RAYS)
+        .zip(out.par_chunks_mut(BLOCK_RAYS))
+        .enumerate()
+        .map(|(b, (rays, out))| {
+            let mut counters = Counters::default();
+            let mut stats = StreamStats::default();
+            let mut wave: Box<Wave<W, LaneState<T::Lane>>> = Box::new(Wave::new(0));
+            let run = WaveRun {
+                intersector: &intersector,
+                traversal,
+                root: image.root,
+                prim_id: &prim_id,
+                query: query.query(),
+            };
+            for (j, (rays, out)) in rays.chunks(batch).zip(out.chunks_mut(batch)).enumerate() {
+                let first = (b * BLOCK_RAYS / batch + j) as u64;
+                trace_stream(
+                    &run,
+                    first,
+                    rays,
+                    variant.refill,
+                    &mut wave,
+                    out,
+                    &mut counters,
+                    &mut stats,
+                );
+            }
+            (counters, stats)
+        })
+        .collect();
+    let mut counters = Counters::default();
+    let mut stats = StreamStats::default();
+    for (c, s) in &blocks {
+        counters.merge(c);
+        stats.merge(s);
+    }
+    let mut in_order = vec![LaneOutput::default(); rays.len()];
+    for (k, &i) in permutation.iter().enumerate() {
+        in_order[i as usize] = out[k];
+    }
+    (in_order, counters, stats)
+}
+
+/// Runs and measures one variant.
+pub fn measure(
+    variant: &Variant,
+    image: &BvhImage,
+    mesh: &Mesh,
+    set: &RaySet,
+    console: &ConsoleConfig,
+    reference: &[Hit],
+) -> VariantResult {
+    let start = Instant::now();
+    let (out, counters, stats) = trace_variant(variant, image, mesh, &set.rays, set.query);
+    let host_seconds = start.elapsed().as_secs_f64();
+    let wrong_rays = count_disagreements(set.query, reference, &out);
+    let n = set.rays.len() as f64;
+    let seconds = td::modelled_seconds(&counters, console);
+    let per = |x: u64| x as f64 / n;
+    let (grays, useful_per_second) = if seconds > 0.0 {
+        (n / seconds / 1e9, counters.td_aabb_useful as f64 / seconds)
+    } else {
+        (0.0, 0.0)
+    };
+    VariantResult {
+        name: variant.name.clone(),
+        axis: variant.axis,
+        description: variant.description(),
+        wrong_rays,
+        canonical_diffs: 0,
+        rank: None,
+        td_clocks_per_ray: per(counters.td_clocks),
+        instructions_per_ray: per(counters.trav_iterations),
+        box_queries_per_ray: per(counters.td_box_queries),
+        triangle_tests_per_ray: per(counters.td_triangle_tests),
+        simd_efficiency: counters.simd_efficiency(),
+        max_stack_depth: counters.trav_max_stack_depth,
+        mean_stack_depth: if stats.stack_depth_samples == 0 {
+            0.0
+        } else {
+            stats.stack_depth_sum as f64 / stats.stack_depth_samples as f64
+        },
+        node_bytes_per_ray: per(stats.node_bytes),
+        restarts_per_ray: per(stats.events.restarts),
+        modelled_grays: grays,
+        balanced_grays: if counters.td_clocks == 0 {
+            0.0
+        } else {
+            n * console.tds() as f64 * console.clock_hz() / counters.td_clocks as f64 / 1e9
+        },
+        peak_share: useful_per_second / console.peak_box_tests_per_second(),
+        td_balance: {
+            let (_, mean, max) = td::td_balance(&counters, console);
+            if max == 0 {
+                0.0
+            } else {
+                mean / max as f64
+            }
+        },
+        host_seconds,
+        bvh_bytes: image.bytes.len(),
+        counters,
+        ray_clocks: out.iter().map(|o| o.clocks).collect(),
+        outputs: out,
+    }
+}
+
+/// The looser comparison with the canonical image: the same hit or miss (occluded flag for
+/// any hit) and, for closest hits, t within a relative 1e-4 (the primitive may differ where
+/// two triangles meet).
+pub fn agrees_geometrically(query: QueryKind, reference: &Hit, t: f32, hit: bool) -> bool {
+    if reference.is_hit() != hit {
+        return false;
+    }
+    query == QueryKind::AnyHit || !hit || (t - reference.t).abs() <= 1e-4 * reference.t.abs()
+}
+
+/// Rays whose output disagrees with `reference` (see [`agrees`]).
+pub fn count_disagreements(query: QueryKind, reference: &[Hit], out: &[LaneOutput]) -> u64 {
+    out.iter()
+        .zip(reference)
+        .filter(|(o, r)| !agrees(query, r, o.t, o.prim_id, o.best.is_some()))
+        .count() as u64
+}
+
+/// Sorts correct variants by modelled rate (fastest first; ties by name) and gives them
+/// ranks; wrong variants follow, unranked.
+pub fn rank(results: &mut [VariantResult]) {
+    results.sort_by(|a, b| {
+        (a.wrong_rays > 0)
+            .cmp(&(b.wrong_rays > 0))
+            .then(b.modelled_grays.total_cmp(&a.modelled_grays))
+            .then(a.name.cmp(&b.name))
+    });
+    let mut next = 1;
+    for r in results.iter_mut() {
+        r.rank = if r.wrong_rays == 0 {
+            next += 1;
+            Some(next - 1)
+        } else {
+            None
+        };
+    }
+}
