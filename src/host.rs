@@ -4,7 +4,7 @@
 //! The tracer reads the BVH image at scattered addresses (45 MB for the dragon); with 4 KiB
 //! pages those reads miss the TLB, and every first touch of a page is a kernel fault. Traced
 //! from huge pages, the dragon's diffuse rays run about 1.16x as fast (`docs/performance.md`,
-//! eighth session; the build's time did not change measurably).
+//! "Host memory"; the build's time does not change measurably).
 //!
 //! [`HugePageAllocator`] is the system allocator plus one hint: new blocks of
 //! [`HUGE_PAGE_THRESHOLD`] bytes or more are marked for transparent huge pages

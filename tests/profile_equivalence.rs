@@ -12,7 +12,7 @@ use wavetrace::math::{Hit, Ray};
 use wavetrace::profile::rays::{PinholeCamera, SplitMix64};
 use wavetrace::profile::{self, QueryKind, RayKind, RaySet, Variant};
 use wavetrace::traverse::short_stack::{ChildOrder, TrailStack};
-use wavetrace::traverse::stream::{trace_stream, StreamStats};
+use wavetrace::traverse::stream::{trace_stream, StreamRays, StreamTally};
 use wavetrace::traverse::{
     FullStack, LaneOutput, LaneState, LockstepLanes, Query, Strategy, WaveRun,
 };
@@ -190,12 +190,18 @@ fn stream_without_refill_is_the_shared_wave_loop() {
             run.trace_wave(Portable, w as u64, r, lanes, o, &mut ca);
         }
         let mut b = vec![LaneOutput::default(); rays.len()];
-        let mut cb = Counters::default();
-        let mut stats = StreamStats::default();
+        let mut tally = StreamTally::default();
         let mut wave: Box<Wave<32, LaneState<_>>> = Box::new(Wave::new(0));
-        trace_stream(
-            &run, 0, &rays, false, &mut wave, &mut b, &mut cb, &mut stats,
-        );
+        let stream = StreamRays {
+            rays: &rays,
+            first_wave_index: 0,
+            refill: false,
+        };
+        trace_stream(&run, stream, &mut wave, &mut b, &mut tally);
+        let StreamTally {
+            counters: cb,
+            stats,
+        } = tally;
         assert_eq!(ca, cb, "{query:?} counters");
         for (x, y) in a.iter().zip(&b) {
             assert_eq!(
@@ -276,8 +282,7 @@ fn stackless_trail_issues_exactly_one_restart_per_dropped_sibling_subtree() {
     let prim = |p: NodePointer, d: &[u32; 4]| image.primitive_id(p, d);
     let trav = TrailStack { capacity: 0, order };
     let mut out = vec![LaneOutput::default(); rays.len()];
-    let mut c = Counters::default();
-    let mut s = StreamStats::default();
+    let mut tally = StreamTally::default();
     let mut wave: Box<Wave<32, LaneState<_>>> = Box::new(Wave::new(0));
     let run = WaveRun {
         intersector: &ix,
@@ -286,7 +291,16 @@ fn stackless_trail_issues_exactly_one_restart_per_dropped_sibling_subtree() {
         prim_id: &prim,
         query: Query::AnyHit,
     };
-    trace_stream(&run, 0, &rays, false, &mut wave, &mut out, &mut c, &mut s);
+    let stream = StreamRays {
+        rays: &rays,
+        first_wave_index: 0,
+        refill: false,
+    };
+    trace_stream(&run, stream, &mut wave, &mut out, &mut tally);
+    let StreamTally {
+        counters: c,
+        stats: s,
+    } = tally;
     // Every restart re-enters at the root: restarts <= dropped siblings (each dropped sibling
     // is reached by at most one restart; culled ones by none).
     assert!(s.events.restarts > 0);

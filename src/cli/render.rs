@@ -8,7 +8,8 @@ use std::time::Duration;
 use wavetrace::hw::peak::ConsoleConfig;
 use wavetrace::outfile::write_atomic;
 use wavetrace::render::{
-    self, build_wave_tracer, heatmap_rgb8, Control, ImageFormat, RenderOptions, RenderProgress,
+    self, build_wave_tracer, heatmap_rgb8, Control, ImageFormat, RenderOptions, RenderOutput,
+    RenderProgress,
 };
 use wavetrace::scene::Scene;
 use wavetrace::traverse::{Strategy, WaveTracerConfig};
@@ -77,38 +78,12 @@ fn png_path(path: &Path, flag: &str) -> Result<()> {
 }
 
 pub fn run(args: RenderArgs) -> Result<i32> {
-    ImageFormat::from_path(&args.out)?;
-    if let Some(h) = &args.heatmap {
-        png_path(h, "--heatmap")?;
-    }
-    let console = ConsoleConfig::by_cli_name(&args.target).ok_or_else(|| {
-        Error::field(
-            "--target",
-            format!("{:?}: use series-s or series-x", args.target),
-        )
-    })?;
+    let console = check_args(&args)?;
     let wave = if args.wave == 64 {
         WaveWidth::W64
     } else {
         WaveWidth::W32
     };
-    if let Some(t) = args.time {
-        if !(t.is_finite() && t > 0.0) {
-            return Err(Error::field(
-                "--time",
-                format!("{t}: must be a positive number of seconds"),
-            ));
-        }
-    }
-    // Checked before the render, not only when the image is written.
-    wavetrace::render::check_exposure("--exposure", args.exposure)?;
-    if args.spp == Some(0) {
-        return Err(Error::field("--spp", "must be at least 1"));
-    }
-    if args.max_depth == Some(0) {
-        return Err(Error::field("--max-depth", "must be at least 1"));
-    }
-
     let scene = Scene::load(&args.scene)?;
     for w in &scene.warnings {
         eprintln!("warning: {w}");
@@ -121,7 +96,6 @@ pub fn run(args: RenderArgs) -> Result<i32> {
         // be installed; the render checks the flag between tiles.
         let _ = ctrlc::set_handler(move || cancel.store(true, Ordering::Relaxed));
     }
-
     let config = WaveTracerConfig {
         wave,
         console,
@@ -129,7 +103,6 @@ pub fn run(args: RenderArgs) -> Result<i32> {
         ..WaveTracerConfig::default()
     };
     let (tracer, built) = pool.install(|| build_wave_tracer(&scene.geometry, config))?;
-    let tty = std::io::stderr().is_terminal();
     eprintln!(
         "{}: {} triangles, {} materials, {} textures; BVH {} bytes in {:.2} s",
         args.scene.display(),
@@ -139,32 +112,8 @@ pub fn run(args: RenderArgs) -> Result<i32> {
         tracer.image_len(),
         built.build_seconds + built.encode_seconds
     );
-    let mut opts = RenderOptions::for_scene(&scene);
-    opts.seed = args.seed;
-    opts.record_clocks = args.heatmap.is_some();
-    if let Some(d) = args.max_depth {
-        opts.max_depth = d;
-    }
-    match (args.spp, args.time) {
-        (Some(spp), _) => opts.spp = spp,
-        (None, Some(_)) => opts.spp = 1 << 16,
-        (None, None) => {}
-    }
-    if let Some(t) = args.time {
-        opts.time_budget = Some(Duration::from_secs_f64(t));
-    }
-
-    let bar = tty.then(|| {
-        let bar = indicatif::ProgressBar::new(1);
-        bar.set_style(
-            indicatif::ProgressStyle::with_template(
-                "{elapsed_precise} [{bar:40}] {percent}% {msg} (eta {eta})",
-            )
-            .expect("valid template")
-            .progress_chars("=> "),
-        );
-        bar
-    });
+    let opts = render_options(&args, &scene);
+    let bar = std::io::stderr().is_terminal().then(progress_bar);
     let progress = |p: RenderProgress| {
         if let Some(bar) = &bar {
             bar.set_length(p.jobs_total);
@@ -184,6 +133,76 @@ pub fn run(args: RenderArgs) -> Result<i32> {
         eprintln!("interrupted: nothing written");
         return Ok(130);
     }
+    write_outputs(&args, console, &out)?;
+    Ok(0)
+}
+
+/// Checks the options before any work: the output kinds, the console, and the ranges of
+/// `--time`, `--exposure`, `--spp` and `--max-depth`. Returns the console.
+fn check_args(args: &RenderArgs) -> Result<ConsoleConfig> {
+    ImageFormat::from_path(&args.out)?;
+    if let Some(h) = &args.heatmap {
+        png_path(h, "--heatmap")?;
+    }
+    let console = ConsoleConfig::by_cli_name(&args.target).ok_or_else(|| {
+        Error::field(
+            "--target",
+            format!("{:?}: use series-s or series-x", args.target),
+        )
+    })?;
+    if let Some(t) = args.time {
+        if !(t.is_finite() && t > 0.0) {
+            return Err(Error::field(
+                "--time",
+                format!("{t}: must be a positive number of seconds"),
+            ));
+        }
+    }
+    // Checked before the render, not only when the image is written.
+    wavetrace::render::check_exposure("--exposure", args.exposure)?;
+    if args.spp == Some(0) {
+        return Err(Error::field("--spp", "must be at least 1"));
+    }
+    if args.max_depth == Some(0) {
+        return Err(Error::field("--max-depth", "must be at least 1"));
+    }
+    Ok(console)
+}
+
+/// The scene's render options with the command line's seed, depth, samples and time.
+fn render_options(args: &RenderArgs, scene: &Scene) -> RenderOptions {
+    let mut opts = RenderOptions::for_scene(scene);
+    opts.seed = args.seed;
+    opts.record_clocks = args.heatmap.is_some();
+    if let Some(d) = args.max_depth {
+        opts.max_depth = d;
+    }
+    match (args.spp, args.time) {
+        (Some(spp), _) => opts.spp = spp,
+        (None, Some(_)) => opts.spp = 1 << 16,
+        (None, None) => {}
+    }
+    if let Some(t) = args.time {
+        opts.time_budget = Some(Duration::from_secs_f64(t));
+    }
+    opts
+}
+
+/// The progress bar of a render on a terminal.
+fn progress_bar() -> indicatif::ProgressBar {
+    let bar = indicatif::ProgressBar::new(1);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{elapsed_precise} [{bar:40}] {percent}% {msg} (eta {eta})",
+        )
+        .expect("valid template")
+        .progress_chars("=> "),
+    );
+    bar
+}
+
+/// Writes the image, the summary line, and the `--stats` and `--heatmap` files.
+fn write_outputs(args: &RenderArgs, console: ConsoleConfig, out: &RenderOutput) -> Result<()> {
     render::write_image(&args.out, &out.image, args.exposure)?;
     let s = &out.stats;
     let rays = s.total_rays();
@@ -222,5 +241,5 @@ pub fn run(args: RenderArgs) -> Result<i32> {
         let (w, h, rgb) = heatmap_rgb8(clocks, s.width, s.height, "MEAN TD CLOCKS PER CAMERA RAY");
         write_atomic(path, |wr| render::encode_png(wr, w, h, &rgb))?;
     }
-    Ok(0)
+    Ok(())
 }

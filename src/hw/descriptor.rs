@@ -144,11 +144,6 @@ impl BvhDescriptor {
             big_page: (d3 >> 27) & 1 != 0,
         })
     }
-
-    /// The BVH base as a byte address.
-    pub fn base_byte_address(&self) -> u64 {
-        self.base_address_256 << 8
-    }
 }
 
 #[cfg(test)]

@@ -159,12 +159,6 @@ impl Aabb {
         (self.min + self.max) * 0.5
     }
 
-    /// Surface area; 0 for the empty box.
-    pub fn surface_area(&self) -> f32 {
-        let e = self.extent();
-        2.0 * (e.x * e.y + e.y * e.z + e.z * e.x)
-    }
-
     /// True when `other` lies inside `self` (closed).
     pub fn contains(&self, other: &Aabb) -> bool {
         other.is_empty() || (self.min.cmple(other.min).all() && self.max.cmpge(other.max).all())

@@ -8,7 +8,7 @@ use crate::hw::peak::ConsoleConfig;
 use crate::hw::NodePointer;
 use crate::math::{Hit, Ray};
 use crate::traverse::short_stack::{ChildOrder, CountedTraversal};
-use crate::traverse::stream::{trace_stream, StreamStats};
+use crate::traverse::stream::{trace_stream, StreamRays, StreamStats, StreamTally};
 use crate::traverse::{LaneOutput, LaneState, StrategyVisitor, WaveRun};
 use crate::wave::{td, BvhMemory, NodeCache, Wave, WaveIntersector, WaveWidth};
 use rayon::prelude::*;
@@ -191,13 +191,12 @@ fn run<const W: usize, T: CountedTraversal>(
     let ordered: Vec<Ray> = permutation.iter().map(|&i| rays[i as usize]).collect();
     let mut out = vec![LaneOutput::default(); rays.len()];
     let batch = if variant.refill { REFILL_WAVES * W } else { W };
-    let blocks: Vec<(Counters, StreamStats)> = ordered
+    let blocks: Vec<StreamTally> = ordered
         .par_chunks(BLOCK_RAYS)
         .zip(out.par_chunks_mut(BLOCK_RAYS))
         .enumerate()
         .map(|(b, (rays, out))| {
-            let mut counters = Counters::default();
-            let mut stats = StreamStats::default();
+            let mut tally = StreamTally::default();
             let mut wave: Box<Wave<W, LaneState<T::Lane>>> = Box::new(Wave::new(0));
             let run = WaveRun {
                 intersector: &intersector,
@@ -207,27 +206,21 @@ fn run<const W: usize, T: CountedTraversal>(
                 query: query.query(),
             };
             for (j, (rays, out)) in rays.chunks(batch).zip(out.chunks_mut(batch)).enumerate() {
-                let first = (b * BLOCK_RAYS / batch + j) as u64;
-                trace_stream(
-                    &run,
-                    first,
+                let stream = StreamRays {
                     rays,
-                    variant.refill,
-                    &mut wave,
-                    out,
-                    &mut counters,
-                    &mut stats,
-                );
+                    first_wave_index: (b * BLOCK_RAYS / batch + j) as u64,
+                    refill: variant.refill,
+                };
+                trace_stream(&run, stream, &mut wave, out, &mut tally);
             }
-            (counters, stats)
+            tally
         })
         .collect();
-    let mut counters = Counters::default();
-    let mut stats = StreamStats::default();
-    for (c, s) in &blocks {
-        counters.merge(c);
-        stats.merge(s);
+    let mut tally = StreamTally::default();
+    for block in &blocks {
+        tally.merge(block);
     }
+    let StreamTally { counters, stats } = tally;
     let mut in_order = vec![LaneOutput::default(); rays.len()];
     for (k, &i) in permutation.iter().enumerate() {
         in_order[i as usize] = out[k];

@@ -97,12 +97,6 @@ impl Geometry {
         }
         first
     }
-
-    /// Diagonal of the bounding box (0 when empty).
-    pub fn bounds_diagonal(&self) -> f32 {
-        let points: Vec<Vec3> = self.positions.iter().map(|&p| Vec3::from(p)).collect();
-        crate::math::Aabb::from_points(&points).extent().length()
-    }
 }
 
 /// Output image size.

@@ -226,15 +226,6 @@ impl Console {
         }
     }
 
-    /// Number of packers, log2.
-    pub fn packers_log2(self) -> u32 {
-        match self {
-            Console::SeriesX => 3,
-            Console::SeriesS => 2,
-            Console::Navi21 => 4,
-        }
-    }
-
     /// The VAR block size in bytes.
     pub fn var_block_bytes(self) -> u64 {
         1 << (14 + self.pipes_log2())

@@ -1,4 +1,4 @@
-//! Short-stack and stackless traversals (issue 6): what a lane does when it keeps only `N`
+//! Short-stack and stackless traversals: what a lane does when it keeps only `N`
 //! stack entries.
 //!
 //! - [`TrailStack`]: a short stack of `N` entries backed by a *restart trail* (Laine 2010,

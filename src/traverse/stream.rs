@@ -1,10 +1,13 @@
 //! A wave loop over a stream of rays, with optional lane refill, that also measures what the
 //! profiler reports beyond [`Counters`]: mean stack depth, node bytes fetched, restarts.
 //!
-//! Without refill it runs exactly what [`super::WaveRun::trace_wave`] runs (the same waves, hits,
-//! clocks and counters; `tests/profile_equivalence.rs` checks this). With refill, one wave
-//! takes the whole stream: a lane whose ray finished takes the next ray of the stream before
-//! the next instruction, so lanes idle only at the end of the stream (persistent waves).
+//! Each step issues the instruction for every active lane first
+//! ([`WaveIntersector::issue`](crate::wave::WaveIntersector::issue), the lane kernel's
+//! dispatch lane by lane), then lets each lane consume its dwords: the order of a wave's
+//! work opposite to the lockstep loop's, and the same hits, clocks and counters
+//! (`tests/profile_equivalence.rs` checks this). With refill, one wave takes the whole
+//! stream: a lane whose ray finished takes the next ray of the stream before the next
+//! instruction, so lanes idle only at the end of the stream (persistent waves).
 
 use super::short_stack::{CountedTraversal, LaneEvents};
 use super::{start_lane, LaneHit, LaneOutput, LaneState, PrimitiveIds, Query, WaveRun};
@@ -37,114 +40,172 @@ impl StreamStats {
     }
 }
 
-/// Runs `rays` through waves of `W` lanes and writes one [`LaneOutput`] per ray.
+/// What a stream counts: the wave model's counters and the stream's own measures.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct StreamTally {
+    pub counters: Counters,
+    pub stats: StreamStats,
+}
+
+impl StreamTally {
+    pub fn merge(&mut self, other: &StreamTally) {
+        self.counters.merge(&other.counters);
+        self.stats.merge(&other.stats);
+    }
+}
+
+/// The rays of a stream and how waves take them.
+#[derive(Clone, Copy, Debug)]
+pub struct StreamRays<'r> {
+    pub rays: &'r [Ray],
+    /// Index of the first wave (each wave's TD follows from its index).
+    pub first_wave_index: u64,
+    /// Finished lanes take the stream's next rays (one persistent wave).
+    pub refill: bool,
+}
+
+/// Runs the stream's rays through waves of `W` lanes and writes one [`LaneOutput`] per ray.
 ///
-/// Without `refill`, rays are cut into waves of `W` consecutive rays with indices
-/// `first_wave_index, first_wave_index + 1, ...`. With `refill`, one wave (index
+/// Without refill, rays are cut into waves of `W` consecutive rays with indices
+/// `first_wave_index, first_wave_index + 1, ...`. With refill, one wave (index
 /// `first_wave_index`) runs the whole slice, refilling finished lanes from it in order.
-#[allow(clippy::too_many_arguments)]
 pub fn trace_stream<const W: usize, T: CountedTraversal, P: PrimitiveIds + ?Sized>(
     run: &WaveRun<T, P>,
-    first_wave_index: u64,
-    rays: &[Ray],
-    refill: bool,
+    stream: StreamRays,
     wave: &mut Wave<W, LaneState<T::Lane>>,
     out: &mut [LaneOutput],
-    counters: &mut Counters,
-    stats: &mut StreamStats,
+    tally: &mut StreamTally,
 ) {
+    let StreamRays {
+        rays,
+        first_wave_index,
+        refill,
+    } = stream;
     assert_eq!(rays.len(), out.len(), "one output per ray");
     if refill {
-        run_wave(run, first_wave_index, rays, wave, out, counters, stats);
+        StreamWave::new(run, rays).run(first_wave_index, wave, out, tally);
     } else {
         for (w, (rays, out)) in rays.chunks(W).zip(out.chunks_mut(W)).enumerate() {
-            run_wave(
-                run,
-                first_wave_index + w as u64,
-                rays,
-                wave,
-                out,
-                counters,
-                stats,
-            );
+            let index = first_wave_index + w as u64;
+            StreamWave::new(run, rays).run(index, wave, out, tally);
         }
     }
 }
 
-/// One wave over `rays`: the first `W` start at once; each later ray takes the first lane
-/// that finished (so with `rays.len() <= W` this is one plain wave).
-fn run_wave<const W: usize, T: CountedTraversal, P: PrimitiveIds + ?Sized>(
-    run: &WaveRun<T, P>,
-    wave_index: u64,
-    rays: &[Ray],
-    wave: &mut Wave<W, LaneState<T::Lane>>,
-    out: &mut [LaneOutput],
-    counters: &mut Counters,
-    stats: &mut StreamStats,
-) {
-    let (intersector, traversal, root, prim_id, query) = (
-        run.intersector,
-        run.traversal,
-        run.root,
-        run.prim_id,
-        run.query,
-    );
-    wave.index = wave_index;
-    wave.exec = 0;
-    // Ray index each lane runs.
-    let mut lane_ray_index = [usize::MAX; W];
-    // Lanes holding a ray whose output is not written yet.
-    let mut assigned: u64 = 0;
-    let mut next_ray = 0usize;
-    for (i, index) in lane_ray_index.iter_mut().enumerate() {
-        wave.state[i].hit = LaneHit::default();
-        wave.status[i] = LaneStatus::ExecOff;
-        if next_ray < rays.len() {
-            *index = next_ray;
-            assigned |= 1 << i;
-            start_lane(traversal, root, wave, i, &rays[next_ray]);
-            next_ray += 1;
+/// One wave over a slice of the stream: the first `W` rays start at once; each later ray
+/// takes the first lane that finished (so with at most `W` rays this is one plain wave).
+struct StreamWave<'s, 'a, T, P: ?Sized, const W: usize> {
+    run: &'s WaveRun<'a, T, P>,
+    rays: &'s [Ray],
+    /// The ray each lane runs.
+    lane_ray: [usize; W],
+    /// Lanes holding a ray whose output is not written yet.
+    assigned: u64,
+    /// The next ray of the slice to start.
+    next_ray: usize,
+    /// The deepest stack a lane reached.
+    max_depth: usize,
+}
+
+impl<'s, 'a, T: CountedTraversal, P: PrimitiveIds + ?Sized, const W: usize>
+    StreamWave<'s, 'a, T, P, W>
+{
+    fn new(run: &'s WaveRun<'a, T, P>, rays: &'s [Ray]) -> Self {
+        StreamWave {
+            run,
+            rays,
+            lane_ray: [usize::MAX; W],
+            assigned: 0,
+            next_ray: 0,
+            max_depth: 0,
         }
     }
-    counters.rays += rays.len() as u64;
-    counters.waves += 1;
-    counters.lanes_empty += W.saturating_sub(rays.len()) as u64;
 
-    let mut results = WaveResults::<W>::default();
-    let mut max_depth = 0usize;
-    loop {
-        // Write out finished lanes and refill them from the stream.
-        let mut finished = assigned & !wave.exec;
+    /// Runs the wave (index `wave_index`) until every ray of the slice is done.
+    fn run(
+        mut self,
+        wave_index: u64,
+        wave: &mut Wave<W, LaneState<T::Lane>>,
+        out: &mut [LaneOutput],
+        tally: &mut StreamTally,
+    ) {
+        self.start(wave_index, wave, &mut tally.counters);
+        let mut results = WaveResults::<W>::default();
+        loop {
+            self.refill_finished(wave, out, tally);
+            if wave.exec == 0 {
+                break;
+            }
+            let issued = wave.exec.count_ones();
+            let cost = self.run.intersector.issue(wave, &mut results);
+            td::charge(&mut tally.counters, wave.index, W, issued, &cost);
+            self.consume(wave, &results, tally);
+        }
+        let depth = &mut tally.counters.trav_max_stack_depth;
+        *depth = (*depth).max(self.max_depth as u64);
+    }
+
+    /// Starts the first `W` rays of the slice, one per lane, and counts the wave.
+    fn start(
+        &mut self,
+        wave_index: u64,
+        wave: &mut Wave<W, LaneState<T::Lane>>,
+        counters: &mut Counters,
+    ) {
+        let (traversal, root) = (self.run.traversal, self.run.root);
+        wave.index = wave_index;
+        wave.exec = 0;
+        for (i, index) in self.lane_ray.iter_mut().enumerate() {
+            wave.state[i].hit = LaneHit::default();
+            wave.status[i] = LaneStatus::ExecOff;
+            if self.next_ray < self.rays.len() {
+                *index = self.next_ray;
+                self.assigned |= 1 << i;
+                start_lane(traversal, root, wave, i, &self.rays[self.next_ray]);
+                self.next_ray += 1;
+            }
+        }
+        counters.rays += self.rays.len() as u64;
+        counters.waves += 1;
+        counters.lanes_empty += W.saturating_sub(self.rays.len()) as u64;
+    }
+
+    /// Writes out the lanes that finished and refills them from the slice (rays that never
+    /// start, `tmin > tmax`, are finished at once).
+    fn refill_finished(
+        &mut self,
+        wave: &mut Wave<W, LaneState<T::Lane>>,
+        out: &mut [LaneOutput],
+        tally: &mut StreamTally,
+    ) {
+        let (traversal, root) = (self.run.traversal, self.run.root);
+        let mut finished = self.assigned & !wave.exec;
         while finished != 0 {
             let i = finished.trailing_zeros() as usize;
             finished &= finished - 1;
-            finish_lane(
-                traversal,
-                wave,
-                i,
-                &mut out[lane_ray_index[i]],
-                counters,
-                stats,
-            );
-            assigned &= !(1 << i);
-            // Rays that never start (tmin > tmax) are finished at once.
-            while next_ray < rays.len() {
-                let r = next_ray;
-                next_ray += 1;
-                lane_ray_index[i] = r;
-                if start_lane(traversal, root, wave, i, &rays[r]) {
-                    assigned |= 1 << i;
+            finish_lane(traversal, wave, i, &mut out[self.lane_ray[i]], tally);
+            self.assigned &= !(1 << i);
+            while self.next_ray < self.rays.len() {
+                let r = self.next_ray;
+                self.next_ray += 1;
+                self.lane_ray[i] = r;
+                if start_lane(traversal, root, wave, i, &self.rays[r]) {
+                    self.assigned |= 1 << i;
                     break;
                 }
-                finish_lane(traversal, wave, i, &mut out[r], counters, stats);
+                finish_lane(traversal, wave, i, &mut out[r], tally);
             }
         }
-        if wave.exec == 0 {
-            break;
-        }
-        let issued = wave.exec.count_ones();
-        let cost = intersector.issue(wave, &mut results);
-        td::charge(counters, wave.index, W, issued, &cost);
+    }
+
+    /// Lets every lane of the step consume its dwords.
+    fn consume(
+        &mut self,
+        wave: &mut Wave<W, LaneState<T::Lane>>,
+        results: &WaveResults<W>,
+        tally: &mut StreamTally,
+    ) {
+        let (traversal, prim_id, query) = (self.run.traversal, self.run.prim_id, self.run.query);
         let mut exec = wave.exec;
         while exec != 0 {
             let i = exec.trailing_zeros() as usize;
@@ -160,51 +221,46 @@ fn run_wave<const W: usize, T: CountedTraversal, P: PrimitiveIds + ?Sized>(
             let ty = node.node_type();
             if outcome == LaneOutcome::Tested {
                 lane.hit.clocks += 1;
-                stats.node_bytes += ty.fetch_bytes() as u64;
+                tally.stats.node_bytes += ty.fetch_bytes() as u64;
             }
             let next = if ty.is_box() {
                 traversal.after_box(&mut lane.trav, node, dwords.map(NodePointer::from_u32))
             } else {
-                let mut done = false;
-                if ty.triangle_index().is_some() && outcome == LaneOutcome::Tested {
-                    if let Some(t) = lane
-                        .hit
-                        .offer(node, dwords, || prim_id.primitive_id(node, &dwords))
-                    {
-                        counters.trav_hits_accepted += 1;
-                        wave.ray[i].extent = t;
-                        done = query == Query::AnyHit;
-                    }
+                let tested = ty.triangle_index().is_some() && outcome == LaneOutcome::Tested;
+                let prim = || prim_id.primitive_id(node, &dwords);
+                let accepted = tested.then(|| lane.hit.offer(node, dwords, prim)).flatten();
+                if let Some(t) = accepted {
+                    tally.counters.trav_hits_accepted += 1;
+                    wave.ray[i].extent = t;
                 }
-                if done {
+                if accepted.is_some() && query == Query::AnyHit {
                     None
                 } else {
                     traversal.after_leaf(&mut lane.trav, node)
                 }
             };
             let depth = traversal.stack_depth(&lane.trav);
-            max_depth = max_depth.max(depth);
-            stats.stack_depth_sum += depth as u64;
-            stats.stack_depth_samples += 1;
+            self.max_depth = self.max_depth.max(depth);
+            tally.stats.stack_depth_sum += depth as u64;
+            tally.stats.stack_depth_samples += 1;
             match next {
                 Some(p) => wave.node[i] = p,
                 None => wave.retire(i, LaneStatus::Finished),
             }
         }
     }
-    counters.trav_max_stack_depth = counters.trav_max_stack_depth.max(max_depth as u64);
 }
 
+/// Writes lane `i`'s output and takes its strategy events.
 fn finish_lane<const W: usize, T: CountedTraversal>(
     traversal: &T,
     wave: &mut Wave<W, LaneState<T::Lane>>,
     i: usize,
     out: &mut LaneOutput,
-    counters: &mut Counters,
-    stats: &mut StreamStats,
+    tally: &mut StreamTally,
 ) {
-    *out = wave.state[i].hit.output(counters);
+    *out = wave.state[i].hit.output(&mut tally.counters);
     let events = traversal.take_events(&mut wave.state[i].trav);
-    stats.node_bytes += 4 * events.parent_reads;
-    stats.events.merge(&events);
+    tally.stats.node_bytes += 4 * events.parent_reads;
+    tally.stats.events.merge(&events);
 }

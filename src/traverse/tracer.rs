@@ -308,18 +308,6 @@ impl WaveTracer {
         WaveIntersector::new(memory, self.descriptor, Some(&self.cache))
     }
 
-    /// Traces `rays` and returns each lane's raw result (accepted triangle pointer and
-    /// dwords, t, clocks), adding to `counters`.
-    pub fn trace_raw(
-        &self,
-        rays: &[Ray],
-        query: Query,
-        out: &mut [LaneOutput],
-        counters: &mut Counters,
-    ) {
-        self.trace_into(rays, query, out, &|_, o, out| *out = *o, counters);
-    }
-
     /// Traces `rays` and lets `convert(ray, lane output, slot)` write each ray's output to its
     /// slot of `out`, adding to `counters`. The lane outputs of a parallel block stay in a
     /// small buffer that is converted while it is still in cache (a buffer of every ray's

@@ -1,5 +1,7 @@
 //! Shared test helpers: a brute-force reference tracer (f64 Moller-Trumbore over every
 //! triangle, independent of the BVH and wave model) and small procedural meshes.
+// Each test crate compiles this module and uses a part of it, so the lint sees the other
+// helpers as dead in every crate that does not call them; they are all called.
 #![allow(dead_code)]
 
 use glam::{DVec3, Vec3};
