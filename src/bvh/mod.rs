@@ -6,7 +6,7 @@
 //!
 //! ```text
 //! Mesh -> PrimRefs (NaN triangles dropped, optional pre-splits)
-//!      -> binary tree by binned SAH (build.rs, rayon, deterministic)
+//!      -> binary tree by binned SAH (build/, rayon, deterministic)
 //!      -> 4-wide tree, SAH-optimal collapse (collapse.rs)
 //!      -> hardware bytes + side tables (encode/, the only writer of node bytes; image.rs)
 //!      -> validate(image, mesh) (validate.rs), metrics (metrics.rs)
