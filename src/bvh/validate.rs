@@ -140,7 +140,7 @@ impl Walker<'_> {
                 Some(child),
                 format!(
                     "pointer {:#x} out of range ({} blocks of 64 bytes)",
-                    NodePointer::new(block as u64, ty).to_u32(),
+                    NodePointer::new(block as u64, ty),
                     n
                 ),
             );
@@ -165,7 +165,7 @@ impl Walker<'_> {
             } else {
                 format!(
                     "pointer {:#x} ({}) overlaps a node of another kind",
-                    NodePointer::new(block as u64, ty).to_u32(),
+                    NodePointer::new(block as u64, ty),
                     ty.name()
                 )
             };
