@@ -131,41 +131,68 @@ impl NodeWriter<'_> {
     }
 
     /// Box node `n` in FP16: each used slot's box rounded outward, empty slots INVALID with
-    /// NaN bounds (which no ray can hit). Adds its slots' SAH to `sah`.
+    /// NaN bounds (which no ray can hit). Adds its slots' SAH to `sah`, in slot order.
+    ///
+    /// The node is assembled from the four slots' values (no indexed stores into it), then
+    /// copied into the image once.
     #[inline]
     fn box_node_f16(&self, n: usize, sah: &mut f64) -> BoxNodeF16 {
-        let mut node = BoxNodeF16 {
-            children: [NodePointer::INVALID; 4],
-            boxes: [NAN_BOX_BITS; 4],
-        };
-        for (s, slot) in self.tree.nodes[n].slots.iter().enumerate() {
-            let Some(slot) = *slot else { continue };
-            let (lo, hi) = self.tree.child_box(n, s);
-            let rounded = f16_box(lo, hi);
-            node.boxes[s] = rounded.bits;
-            node.children[s] = self.child_pointer(slot, &rounded.stored, sah);
+        let [(b0, c0), (b1, c1), (b2, c2), (b3, c3)] = [
+            self.slot_f16(n, 0, sah),
+            self.slot_f16(n, 1, sah),
+            self.slot_f16(n, 2, sah),
+            self.slot_f16(n, 3, sah),
+        ];
+        BoxNodeF16 {
+            children: [c0, c1, c2, c3],
+            boxes: [b0, b1, b2, b3],
         }
-        node
+    }
+
+    /// Slot `s` of box node `n` in FP16: its box's binary16 bits and its pointer.
+    #[inline(always)]
+    fn slot_f16(&self, n: usize, s: usize, sah: &mut f64) -> ([u16; 6], NodePointer) {
+        match self.tree.nodes[n].slots[s] {
+            None => (NAN_BOX_BITS, NodePointer::INVALID),
+            Some(slot) => {
+                let (lo, hi) = self.tree.child_box(n, s);
+                let rounded = f16_box(lo, hi);
+                (rounded.bits, self.child_pointer(slot, &rounded.stored, sah))
+            }
+        }
     }
 
     /// Box node `n` in FP32: each used slot's exact box, empty slots INVALID with NaN
-    /// bounds, the user words zero. Adds its slots' SAH to `sah`.
+    /// bounds, the user words zero. Adds its slots' SAH to `sah`, in slot order (assembled
+    /// as [`Self::box_node_f16`] is).
     #[inline]
     fn box_node_f32(&self, n: usize, sah: &mut f64) -> BoxNodeF32 {
-        let mut node = BoxNodeF32 {
-            children: [NodePointer::INVALID; 4],
-            boxes: [[f32::NAN; 6]; 4],
+        let [(b0, c0), (b1, c1), (b2, c2), (b3, c3)] = [
+            self.slot_f32(n, 0, sah),
+            self.slot_f32(n, 1, sah),
+            self.slot_f32(n, 2, sah),
+            self.slot_f32(n, 3, sah),
+        ];
+        BoxNodeF32 {
+            children: [c0, c1, c2, c3],
+            boxes: [b0, b1, b2, b3],
             user: [0; 4],
-        };
-        for (s, slot) in self.tree.nodes[n].slots.iter().enumerate() {
-            let Some(slot) = *slot else { continue };
-            let (lo, hi) = self.tree.child_box(n, s);
-            let stored = (lo.to_array(), hi.to_array());
-            let ([x0, y0, z0], [x1, y1, z1]) = stored;
-            node.boxes[s] = [x0, y0, z0, x1, y1, z1];
-            node.children[s] = self.child_pointer(slot, &stored, sah);
         }
-        node
+    }
+
+    /// Slot `s` of box node `n` in FP32: its box `[min.xyz, max.xyz]` and its pointer.
+    #[inline(always)]
+    fn slot_f32(&self, n: usize, s: usize, sah: &mut f64) -> ([f32; 6], NodePointer) {
+        match self.tree.nodes[n].slots[s] {
+            None => ([f32::NAN; 6], NodePointer::INVALID),
+            Some(slot) => {
+                let (lo, hi) = self.tree.child_box(n, s);
+                let stored = (lo.to_array(), hi.to_array());
+                let ([x0, y0, z0], [x1, y1, z1]) = stored;
+                let pointer = self.child_pointer(slot, &stored, sah);
+                ([x0, y0, z0, x1, y1, z1], pointer)
+            }
+        }
     }
 
     /// The pointer of a used slot storing box `stored`; adds the slot's SAH to `sah`: one
