@@ -3,8 +3,8 @@
 //! The hardware gives every triangle its own child slot of a box node (a triangle pointer
 //! tests one triangle), so the 4-wide tree has two kinds of slots: a box node or a single
 //! triangle reference. [`super::build::build_binary`] computes, for every binary node and
-//! every slot budget k = 1..4, the cheapest way to represent the subtree in k slots of its parent (either as
-//! one box node, or by handing the budget down to its two children). This is the optimal
+//! every slot budget k = 1..4, the cheapest way to represent the subtree in k slots of its
+//! parent (either as one box node, or by handing the budget down to its two children). This is the optimal
 //! collapse for the SAH with costs [`C_BOX`](super::build::C_BOX) per box node visited and
 //! [`C_TRI`](super::build::C_TRI) per triangle tested, not a greedy "open the largest child".
 
@@ -232,8 +232,6 @@ impl Collapser<'_> {
         )
     }
 
-    /// Appends the binary child references that fill `k` slots for subtree `n` (each
-    /// becomes a slot).
     /// The up to four children of the box node that binary child reference `n` becomes:
     /// `n` itself when it is a leaf, else the subtrees its collapse choice gathers.
     fn children_of(&self, n: u32) -> ([u32; 4], usize) {
@@ -254,6 +252,8 @@ impl Collapser<'_> {
         (children, count)
     }
 
+    /// Appends to `out` the binary child references that fill `k` slots for subtree `n`
+    /// (each becomes a slot), following the collapse choices.
     fn gather(&self, n: u32, k: usize, out: &mut [u32; 4], count: &mut usize) {
         let split = if n & LEAF != 0 {
             0
@@ -276,8 +276,8 @@ mod tests {
     use super::*;
     use crate::bvh::build::build_binary;
 
-    /// The layout as first written: one serial depth-first walk pushing nodes and leaves
-    /// (the collapse choice itself, `children_of`, is shared).
+    /// The reference collapse: one serial depth-first walk pushing nodes and leaves (the
+    /// collapse choice itself, `children_of`, is shared).
     fn emit_reference(
         c: &Collapser,
         out: &mut (Vec<Node4>, Vec<u32>),

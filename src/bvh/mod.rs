@@ -6,9 +6,9 @@
 //!
 //! ```text
 //! Mesh -> PrimRefs (NaN triangles dropped, optional pre-splits)
-//!      -> binary tree by binned SAH (build.rs, rayon, deterministic)
+//!      -> binary tree by binned SAH (build/, rayon, deterministic)
 //!      -> 4-wide tree, SAH-optimal collapse (collapse.rs)
-//!      -> hardware bytes + side tables (encode.rs, the only writer of node bytes)
+//!      -> hardware bytes + side tables (encode/, the only writer of node bytes; image.rs)
 //!      -> validate(image, mesh) (validate.rs), metrics (metrics.rs)
 //! ```
 //!
@@ -44,6 +44,7 @@ pub mod build;
 pub mod cluster;
 pub mod collapse;
 pub mod encode;
+pub mod image;
 pub mod mesh;
 pub mod metrics;
 pub mod optimize;
@@ -51,7 +52,7 @@ pub mod query;
 pub mod split;
 pub mod validate;
 
-pub use encode::BvhImage;
+pub use image::BvhImage;
 pub use mesh::Mesh;
 pub use metrics::Metrics;
 pub use query::{

@@ -13,8 +13,8 @@
 //!
 //! Sequential and deterministic: the same tree for any thread count.
 
-use super::build::{collapse_choice, half_area, leaf_costs, BinaryTree, Node2, PrimRef};
-use super::build::{COLLAPSE_PARALLEL, LEAF};
+use super::build::{collapse_choice, half_area, leaf_costs, BinaryTree, CollapseCosts, Node2};
+use super::build::{PrimRef, COLLAPSE_PARALLEL, LEAF};
 use glam::Vec3A;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -252,13 +252,16 @@ fn recompute_collapse(tree: &mut BinaryTree, refs: &[PrimRef]) {
     let root = tree.root;
     let mut sizes = vec![[0u32; 2]; tree.nodes().len()];
     let nodes = tree.nodes_mut();
-    // (costs, boxes, references) per inner node, filled in post-order.
-    let mut done: Vec<([f32; 4], [u32; 4], u32)> = vec![([0.0; 4], [0; 4], 0); nodes.len()];
-    let of = |id: u32, done: &[([f32; 4], [u32; 4], u32)]| {
+    // (collapse costs, references) per inner node, filled in post-order.
+    let unset = CollapseCosts {
+        cost: [0.0; 4],
+        boxes: [0; 4],
+    };
+    let mut done: Vec<(CollapseCosts, u32)> = vec![(unset, 0); nodes.len()];
+    let of = |id: u32, done: &[(CollapseCosts, u32)]| {
         if id & LEAF != 0 {
             let r = &refs[(id & !LEAF) as usize];
-            let (cost, boxes) = leaf_costs(r, r.min(), r.max());
-            (cost, boxes, 1u32)
+            (leaf_costs(r, (r.min(), r.max())), 1u32)
         } else {
             done[id as usize]
         }
@@ -275,17 +278,17 @@ fn recompute_collapse(tree: &mut BinaryTree, refs: &[PrimRef]) {
             }
             continue;
         }
-        let (l, lb, lm) = of(a, &done);
-        let (r, rb, rm) = of(b, &done);
+        let (l, lm) = of(a, &done);
+        let (r, rm) = of(b, &done);
         let node = &mut nodes[n as usize];
-        let (lo, hi) = (Vec3A::from(node.min), Vec3A::from(node.max));
-        let (cost, split, boxes, as_box_nodes) = collapse_choice(lo, hi, (l, lb), (r, rb));
-        node.split = split;
+        let bounds = (Vec3A::from(node.min), Vec3A::from(node.max));
+        let choice = collapse_choice(bounds, l, r);
+        node.split = choice.split;
         let m = lm + rm;
         if m as usize >= COLLAPSE_PARALLEL || n == root {
-            sizes[n as usize] = [as_box_nodes, m];
+            sizes[n as usize] = [choice.as_box_nodes, m];
         }
-        done[n as usize] = (cost, boxes, m);
+        done[n as usize] = (choice.costs, m);
     }
     tree.boxes = sizes[root as usize][0];
     tree.subtree_sizes = sizes;

@@ -10,7 +10,7 @@
 //! relative 1e-5 of its extent plus 1e-6 of its coordinates' magnitude, inside the parent box,
 //! against rounding in the clipping).
 
-use super::build::{half_area, PrimRef};
+use super::build::{half_area, Bounds, PrimRef};
 use super::Mesh;
 use glam::Vec3A;
 
@@ -69,8 +69,9 @@ fn pieces(min: Vec3A, max: Vec3A, threshold: f32, level: u32) -> usize {
     pieces(a.0, a.1, threshold, level + 1) + pieces(b.0, b.1, threshold, level + 1)
 }
 
-#[allow(clippy::type_complexity)]
-fn halves(min: Vec3A, max: Vec3A) -> ((Vec3A, Vec3A), (Vec3A, Vec3A)) {
+/// The two halves of the box `min..max`, cut at the middle of its widest axis (x before y
+/// before z among equal extents).
+fn halves(min: Vec3A, max: Vec3A) -> (Bounds, Bounds) {
     let e = max - min;
     let axis = if e.x >= e.y && e.x >= e.z {
         0
@@ -87,6 +88,9 @@ fn halves(min: Vec3A, max: Vec3A) -> ((Vec3A, Vec3A), (Vec3A, Vec3A)) {
     ((min, lmax), (rmin, max))
 }
 
+/// Appends the pieces of reference `r` of triangle `tri` to `out`: `r` itself when it is
+/// small enough (or `level` is the last), else the pieces of its two halves, each clipped to
+/// the triangle (halves the triangle misses are dropped).
 fn split_into(tri: &[Vec3A; 3], r: PrimRef, threshold: f32, level: u32, out: &mut Vec<PrimRef>) {
     if level >= MAX_LEVELS || half_area(r.min(), r.max()) <= threshold {
         out.push(r);
@@ -112,7 +116,7 @@ fn split_into(tri: &[Vec3A; 3], r: PrimRef, threshold: f32, level: u32, out: &mu
 }
 
 /// Bounds of the triangle clipped to the box `lo..hi`, or `None` if they do not meet.
-fn clipped_bounds(tri: &[Vec3A; 3], lo: Vec3A, hi: Vec3A) -> Option<(Vec3A, Vec3A)> {
+fn clipped_bounds(tri: &[Vec3A; 3], lo: Vec3A, hi: Vec3A) -> Option<Bounds> {
     let mut poly = [Vec3A::ZERO; 9];
     let mut n = 3;
     poly[..3].copy_from_slice(tri);

@@ -140,7 +140,7 @@ impl Walker<'_> {
                 Some(child),
                 format!(
                     "pointer {:#x} out of range ({} blocks of 64 bytes)",
-                    NodePointer::new(block as u64, ty).to_u32(),
+                    NodePointer::new(block as u64, ty),
                     n
                 ),
             );
@@ -165,7 +165,7 @@ impl Walker<'_> {
             } else {
                 format!(
                     "pointer {:#x} ({}) overlaps a node of another kind",
-                    NodePointer::new(block as u64, ty).to_u32(),
+                    NodePointer::new(block as u64, ty),
                     ty.name()
                 )
             };
@@ -176,18 +176,8 @@ impl Walker<'_> {
 
     /// Validates the box node at `pointer` and returns the exact bounds below it.
     fn visit_box(&mut self, pointer: NodePointer, depth: usize) -> Bounds {
-        let p = pointer;
-        let ty = p.node_type();
-        let offset = p.address_64() as u64 * 64;
-        let at = (offset, ty);
-        let o = offset as usize;
-        let (children, boxes): ([NodePointer; 4], [Bounds; 4]) = if ty == NodeType::BoxF16 {
-            let n: BoxNodeF16 = bytemuck::pod_read_unaligned(&self.image.bytes[o..o + 64]);
-            (n.children, std::array::from_fn(|i| n.child_box(i)))
-        } else {
-            let n: BoxNodeF32 = bytemuck::pod_read_unaligned(&self.image.bytes[o..o + 128]);
-            (n.children, std::array::from_fn(|i| n.child_box(i)))
-        };
+        let at = (pointer.address_64() as u64 * 64, pointer.node_type());
+        let (children, boxes) = self.read_box(pointer);
         let mut total = EMPTY_BOUNDS;
         if depth > 1000 {
             self.error(Some(at), None, "tree deeper than 1000 levels".into());
@@ -211,90 +201,125 @@ impl Walker<'_> {
                     "box is NaN or inverted: the child can never be reached".into(),
                 );
             }
-            let cp = child;
-            let cty = cp.node_type();
-            let block = cp.address_64() as usize;
-            let exact = match cty {
-                NodeType::User6 | NodeType::User7 => {
-                    self.error(
-                        Some(at),
-                        Some(i),
-                        format!(
-                            "pointer {child:#x} has the reserved node type {}",
-                            cty as u8
-                        ),
-                    );
-                    continue;
-                }
-                NodeType::BoxF16 | NodeType::BoxF32 => {
-                    if !self.claim(at, i, block, cty) {
-                        continue;
-                    }
-                    if self.image.parent(child) != Some(pointer) {
-                        self.error(
-                            Some(at),
-                            Some(i),
-                            format!(
-                                "parent table gives {:x?} for child {child:#x}",
-                                self.image.parent(child)
-                            ),
-                        );
-                    }
-                    self.visit_box(child, depth + 1)
-                }
-                _ => {
-                    if !self.claim(at, i, block, cty) {
-                        continue;
-                    }
-                    // A leaf chain stands for several triangles of the node.
-                    let mut b = EMPTY_BOUNDS;
-                    let mut any = false;
-                    let tris: Vec<NodePointer> = self.image.leaf_triangles(child).collect();
-                    for tri in tris {
-                        if let Some(tb) = self.visit_triangle(at, i, pointer, tri) {
-                            union(&mut b, &tb);
-                            any = true;
-                        }
-                    }
-                    if !any {
-                        continue;
-                    }
-                    b
-                }
+            let Some(exact) = self.visit_child(at, i, pointer, child, depth) else {
+                continue;
             };
-            let exact = if self.image.spatial_splits && cty.triangle_index().is_some() {
-                // A split reference's box covers only part of its triangle: it must overlap
-                // the triangle, and the part it covers is what its ancestors must contain.
-                let part = intersect(slot_box, &exact);
-                if is_empty(&part) {
-                    self.error(
-                        Some(at),
-                        Some(i),
-                        "box does not overlap its (split) triangle".into(),
-                    );
-                }
-                part
-            } else {
-                exact
-            };
-            let ok = if self.image.spatial_splits && cty.triangle_index().is_none() {
-                contains(&widen(slot_box), &exact)
-            } else {
-                contains(slot_box, &exact)
-            };
-            if !ok {
+            let covered = self.check_slot_box(at, i, child, slot_box, exact);
+            union(&mut total, &covered);
+        }
+        total
+    }
+
+    /// The child pointers and slot boxes (as f32, FP16 ones widened exactly) of the box
+    /// node at `pointer`, read through the `hw` node structs.
+    fn read_box(&self, pointer: NodePointer) -> ([NodePointer; 4], [Bounds; 4]) {
+        let o = pointer.address_64() as usize * 64;
+        if pointer.node_type() == NodeType::BoxF16 {
+            let n: BoxNodeF16 = bytemuck::pod_read_unaligned(&self.image.bytes[o..o + 64]);
+            (n.children, std::array::from_fn(|i| n.child_box(i)))
+        } else {
+            let n: BoxNodeF32 = bytemuck::pod_read_unaligned(&self.image.bytes[o..o + 128]);
+            (n.children, std::array::from_fn(|i| n.child_box(i)))
+        }
+    }
+
+    /// Validates the node (or leaf chain) that `child`, slot `i` of the box node `parent`
+    /// (at `at`, at `depth`), points to; returns the exact bounds below it, or `None` when
+    /// there is nothing to check it against (an error was reported or nothing valid is
+    /// below).
+    fn visit_child(
+        &mut self,
+        at: (u64, NodeType),
+        i: usize,
+        parent: NodePointer,
+        child: NodePointer,
+        depth: usize,
+    ) -> Option<Bounds> {
+        let cty = child.node_type();
+        let block = child.address_64() as usize;
+        if child.is_user() {
+            self.error(
+                Some(at),
+                Some(i),
+                format!(
+                    "pointer {child:#x} has the reserved node type {}",
+                    cty as u8
+                ),
+            );
+            return None;
+        }
+        if !self.claim(at, i, block, cty) {
+            return None;
+        }
+        if child.is_box() {
+            if self.image.parent(child) != Some(parent) {
                 self.error(
                     Some(at),
                     Some(i),
                     format!(
-                        "box does not contain child (box {:?}..{:?}, child bounds {:?}..{:?})",
-                        slot_box.0, slot_box.1, exact.0, exact.1
+                        "parent table gives {:x?} for child {child:#x}",
+                        self.image.parent(child)
                     ),
                 );
             }
-            union(&mut total, &exact);
+            return Some(self.visit_box(child, depth + 1));
         }
-        total
+        // A leaf chain stands for several triangles of the node.
+        let mut b = EMPTY_BOUNDS;
+        let mut any = false;
+        let tris: Vec<NodePointer> = self.image.leaf_triangles(child).collect();
+        for tri in tris {
+            if let Some(tb) = self.visit_triangle(at, i, parent, tri) {
+                union(&mut b, &tb);
+                any = true;
+            }
+        }
+        any.then_some(b)
+    }
+
+    /// Checks that slot `i`'s box contains the exact bounds `exact` below its `child`;
+    /// returns the bounds its ancestors must contain. With spatial splits a triangle
+    /// slot's box covers only part of its triangle: it must overlap the triangle, and the
+    /// part it covers is what counts (a box slot above such parts is checked with the
+    /// tolerance of [`widen`]).
+    fn check_slot_box(
+        &mut self,
+        at: (u64, NodeType),
+        i: usize,
+        child: NodePointer,
+        slot_box: &Bounds,
+        exact: Bounds,
+    ) -> Bounds {
+        let split = self.image.spatial_splits;
+        let exact = if split && child.is_triangle() {
+            let part = intersect(slot_box, &exact);
+            if is_empty(&part) {
+                self.error(
+                    Some(at),
+                    Some(i),
+                    "box does not overlap its (split) triangle".into(),
+                );
+            }
+            part
+        } else {
+            exact
+        };
+        let ok = if split && !child.is_triangle() {
+            contains(&widen(slot_box), &exact)
+        } else {
+            contains(slot_box, &exact)
+        };
+        if !ok {
+            self.error(
+                Some(at),
+                Some(i),
+                format!(
+                    "box does not contain child (box {:?}..{:?}, child bounds {:?}..{:?})",
+                    slot_box.0, slot_box.1, exact.0, exact.1
+                ),
+            );
+        }
+        exact
     }
 
     /// Checks a triangle reference; returns its exact bounds.
