@@ -6,16 +6,20 @@
 //! compiled with the instruction set's target features; everything the kernel inlines is
 //! compiled with them too.
 //!
-//! An [`Avx2`] value is the proof that the CPU has every feature the AVX2 build enables:
-//! only [`Avx2::detect`] makes one, after checking each of [`Avx2::FEATURES`] (the list
-//! every `#[target_feature]` in the crate draws from; `tests/target_features.rs` checks
-//! this). So the AVX2 kernels are safe functions that take the token, and their `unsafe`
-//! blocks cite it. Every build gives bit-identical results: the AVX2 kernels run the same
+//! An [`Avx2`] value ([`crate::host::Avx2`]) is the proof that the CPU has every feature the
+//! AVX2 build enables: only [`Avx2::detect`] makes one, after checking each of
+//! [`Avx2::FEATURES`] (the list every `#[target_feature]` in the crate draws from;
+//! `tests/target_features.rs` checks this). So the AVX2 kernels are safe functions that take
+//! the token, and their `unsafe` blocks cite it. Every build gives bit-identical results: the AVX2 kernels run the same
 //! f32 operations in the same order as the portable ones (Rust never contracts to FMA).
 
 use super::intersect::{TriangleBatch, TriangleRay, BATCH_LANES, LANES};
+#[cfg(target_arch = "x86_64")]
+use crate::host::Avx2Kernel;
 use crate::hw::descriptor::TriangleReturnMode;
 use crate::hw::{NodePointer, TriangleNode};
+
+pub use crate::host::Avx2;
 
 /// An instruction set the wave loop is compiled for.
 pub trait Isa: Copy + Send + Sync + 'static {
@@ -146,43 +150,6 @@ impl Isa for Portable {
     }
 }
 
-/// Proof that this CPU has AVX2 and every other feature of [`Avx2::FEATURES`]; only
-/// [`Avx2::detect`] makes one. (A type with no values off x86-64.)
-#[cfg(target_arch = "x86_64")]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Avx2 {
-    _proof: (),
-}
-
-/// Proof that this CPU has AVX2: never made off x86-64.
-#[cfg(not(target_arch = "x86_64"))]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Avx2 {}
-
-impl Avx2 {
-    /// Every target feature the AVX2 build of the crate enables (each `#[target_feature]`
-    /// attribute names a subset of these; [`Avx2::detect`] checks them all).
-    pub const FEATURES: [&'static str; 6] = ["avx", "avx2", "bmi1", "bmi2", "lzcnt", "popcnt"];
-
-    /// The token, when the CPU has every one of [`Self::FEATURES`].
-    pub fn detect() -> Option<Avx2> {
-        #[cfg(target_arch = "x86_64")]
-        {
-            let all = std::is_x86_feature_detected!("avx")
-                && std::is_x86_feature_detected!("avx2")
-                && std::is_x86_feature_detected!("bmi1")
-                && std::is_x86_feature_detected!("bmi2")
-                && std::is_x86_feature_detected!("lzcnt")
-                && std::is_x86_feature_detected!("popcnt");
-            all.then_some(Avx2 { _proof: () })
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        {
-            None
-        }
-    }
-}
-
 #[cfg(target_arch = "x86_64")]
 impl Isa for Avx2 {
     const NAME: &'static str = "avx2";
@@ -195,14 +162,12 @@ impl Isa for Avx2 {
 
     #[inline(always)]
     fn dispatch<K: IsaKernel>(self, kernel: K) -> K::Output {
-        // SAFETY: `self` proves every feature `with_avx2` enables.
-        unsafe { with_avx2(self, kernel) }
+        self.run(WithAvx2 { kernel, isa: self })
     }
 
     #[inline(always)]
     fn dispatch_out_of_line<K: IsaKernel>(self, kernel: K) -> K::Output {
-        // SAFETY: `self` proves every feature `with_avx2_out_of_line` enables.
-        unsafe { with_avx2_out_of_line(self, kernel) }
+        self.run_out_of_line(WithAvx2 { kernel, isa: self })
     }
 
     #[inline(always)]
@@ -243,26 +208,21 @@ impl Isa for Avx2 {
     }
 }
 
-/// `kernel` compiled with AVX2 and the rest of [`Avx2::FEATURES`].
-///
-/// # Safety
-/// The CPU must have every feature enabled here (an [`Avx2`] token proves it).
+/// An [`IsaKernel`] for [`Avx2::run`]: the kernel, and the token it runs with.
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx,avx2,bmi1,bmi2,lzcnt,popcnt")]
-#[inline]
-unsafe fn with_avx2<K: IsaKernel>(isa: Avx2, kernel: K) -> K::Output {
-    kernel.run(isa)
+struct WithAvx2<K> {
+    kernel: K,
+    isa: Avx2,
 }
 
-/// [`with_avx2`], never inlined.
-///
-/// # Safety
-/// As [`with_avx2`].
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx,avx2,bmi1,bmi2,lzcnt,popcnt")]
-#[inline(never)]
-unsafe fn with_avx2_out_of_line<K: IsaKernel>(isa: Avx2, kernel: K) -> K::Output {
-    kernel.run(isa)
+impl<K: IsaKernel> Avx2Kernel for WithAvx2<K> {
+    type Output = K::Output;
+
+    #[inline(always)]
+    fn run(self) -> K::Output {
+        self.kernel.run(self.isa)
+    }
 }
 
 /// Off x86-64 there is no [`Avx2`] value: every method is unreachable.

@@ -4,10 +4,9 @@
 //! boundaries, and the references are partitioned at the best one with a single compare
 //! against [`bin_threshold`].
 
-#[cfg(target_arch = "x86_64")]
-use super::avx2;
 use super::partition::partition;
 use super::{half_area, Bounds, PrimRef, Split, EMPTY_BOUNDS};
+use crate::host::{Avx2, Avx2Kernel};
 use glam::Vec3A;
 use rayon::prelude::*;
 
@@ -214,33 +213,39 @@ fn merge_bins(a: &mut Bins, b: &Bins) {
 }
 
 /// Bins `refs` on all three axes (`scale` 0 on an axis without extent) into `out` (empty
-/// bins).
+/// bins): compiled for AVX2 where the CPU has it ([`BinRefs`]), else for the baseline.
 fn bin_refs(refs: &[PrimRef], stride: usize, cmin: Vec3A, scale: Vec3A, out: &mut Bins) {
-    #[cfg(target_arch = "x86_64")]
-    if avx2() {
-        // SAFETY: the CPU supports AVX2.
-        unsafe { bin_refs_avx2(refs, stride, cmin, scale, out) };
-        return;
+    let job = BinRefs {
+        refs,
+        stride,
+        cmin,
+        scale,
+        out,
+    };
+    match Avx2::detect() {
+        Some(avx2) => avx2.run(job),
+        None => job.run(),
     }
-    bin_refs_any(refs, stride, cmin, scale, out);
 }
 
-/// [`bin_refs_any`] compiled for AVX2: the same f32 operations (min, max, add, sub, mul, one
-/// rounding each; Rust never contracts to FMA), so the same bins; VEX encoding saves the
-/// register copies of two-operand SSE.
-///
-/// # Safety
-/// The CPU must support AVX2.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
-unsafe fn bin_refs_avx2(
-    refs: &[PrimRef],
+/// [`bin_refs_any`] as work for [`Avx2::run`]: compiled for AVX2, the same f32 operations
+/// (min, max, add, sub, mul, one rounding each; Rust never contracts to FMA), so the same
+/// bins; VEX encoding saves the register copies of two-operand SSE.
+struct BinRefs<'b> {
+    refs: &'b [PrimRef],
     stride: usize,
     cmin: Vec3A,
     scale: Vec3A,
-    out: &mut Bins,
-) {
-    bin_refs_any(refs, stride, cmin, scale, out);
+    out: &'b mut Bins,
+}
+
+impl Avx2Kernel for BinRefs<'_> {
+    type Output = ();
+
+    #[inline(always)]
+    fn run(self) {
+        bin_refs_any(self.refs, self.stride, self.cmin, self.scale, self.out);
+    }
 }
 
 /// Bins `refs` (every `stride`-th one) into `out`: see [`bin_refs`].
@@ -404,12 +409,12 @@ mod tests {
     /// The portable and AVX2 builds of the binning, on all references and on every
     /// `SAMPLE_STRIDE`-th one, give the bins of adding the (sampled) references one by one,
     /// bit for bit.
-    #[cfg(target_arch = "x86_64")]
     #[test]
     fn avx2_binning_matches_the_portable_binning() {
-        if !avx2() {
+        let Some(avx2) = Avx2::detect() else {
+            eprintln!("skipped: this CPU has no AVX2");
             return;
-        }
+        };
         let mut rng = Rng(0xda94_2042_e4dd_58b5);
         for count in [1usize, 7, 31, 32, 33, 1000, 5001] {
             let refs: Vec<PrimRef> = (0..count as u32)
@@ -430,8 +435,14 @@ mod tests {
                 let mut portable = [[EMPTY_BIN; BINS]; 3];
                 bin_refs_any(&refs, stride, cmin, scale, &mut portable);
                 let mut fast = [[EMPTY_BIN; BINS]; 3];
-                // SAFETY: the CPU supports AVX2 (checked above).
-                unsafe { bin_refs_avx2(&refs, stride, cmin, scale, &mut fast) };
+                let job = BinRefs {
+                    refs: &refs,
+                    stride,
+                    cmin,
+                    scale,
+                    out: &mut fast,
+                };
+                avx2.run(job);
                 // The sample: every stride-th reference, binned one by one.
                 let mut sample = [[EMPTY_BIN; BINS]; 3];
                 for r in refs.iter().step_by(stride) {

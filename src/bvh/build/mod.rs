@@ -69,13 +69,6 @@ struct Split {
     pub left_count: usize,
 }
 
-/// Whether this CPU runs the AVX2 builds of the hot loops (x86-64 only).
-#[cfg(target_arch = "x86_64")]
-#[inline]
-fn avx2() -> bool {
-    std::is_x86_feature_detected!("avx2")
-}
-
 /// A seeded xorshift generator for the tests of the build.
 #[cfg(test)]
 struct Rng(u64);

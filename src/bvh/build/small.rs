@@ -2,10 +2,9 @@
 //! sorted by centroid on stack keys with a branch-free stable sort, and every position
 //! swept, instead of binning.
 
-#[cfg(target_arch = "x86_64")]
-use super::avx2;
 use super::prim_ref::bounds;
 use super::{half_area, PrimRef, Side, Split};
+use crate::host::{Avx2, Avx2Kernel};
 use glam::Vec3A;
 
 /// Nodes with at most this many references get an exact SAH sweep instead of bins.
@@ -28,24 +27,24 @@ const ONE_AXIS_MAX: usize = 6;
 /// order. Two references need no sweep (both orders cost the same): they end in the order
 /// of the four stable sorts above.
 pub(super) fn small_split(refs: &mut [PrimRef]) -> Split {
-    #[cfg(target_arch = "x86_64")]
-    if avx2() {
-        // SAFETY: the CPU supports AVX2.
-        return unsafe { small_split_avx2(refs) };
+    match Avx2::detect() {
+        Some(avx2) => avx2.run(SmallSplit(refs)),
+        None => small_split_any(refs),
     }
-    small_split_any(refs)
 }
 
-/// [`small_split_any`] compiled for AVX2: the same f32 operations (one rounding each; Rust
-/// never contracts to FMA), so the same split; VEX encoding saves the register copies of
-/// two-operand SSE.
-///
-/// # Safety
-/// The CPU must support AVX2.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
-unsafe fn small_split_avx2(refs: &mut [PrimRef]) -> Split {
-    small_split_any(refs)
+/// [`small_split_any`] as work for [`Avx2::run`]: compiled for AVX2, the same f32
+/// operations (one rounding each; Rust never contracts to FMA), so the same split; VEX
+/// encoding saves the register copies of two-operand SSE.
+struct SmallSplit<'r>(&'r mut [PrimRef]);
+
+impl Avx2Kernel for SmallSplit<'_> {
+    type Output = Split;
+
+    #[inline(always)]
+    fn run(self) -> Split {
+        small_split_any(self.0)
+    }
 }
 
 /// [`small_split`] in any instruction set.

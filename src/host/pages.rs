@@ -1,5 +1,4 @@
-//! What the emulator asks of the host: large pages for large buffers, and the CPU's name for
-//! the speed reports ([`cpu_name`]).
+//! Large pages for large buffers.
 //!
 //! The tracer reads the BVH image at scattered addresses (45 MB for the dragon); with 4 KiB
 //! pages those reads miss the TLB, and every first touch of a page is a kernel fault. Traced
@@ -126,66 +125,9 @@ fn advise_huge_pages(block: *mut u8, len: usize) {
     let _ = (first, span);
 }
 
-/// The CPU's name, for the reports that give this host's emulation speed: on x86-64 the
-/// processor brand string of CPUID leaves `0x8000_0002..=0x8000_0004` (what Linux shows as
-/// `model name`), else, or where the CPU has none, the architecture's name. Speed figures
-/// on these shared machines only compare within one CPU (`docs/performance.md`), so every
-/// report that gives them says which.
-pub fn cpu_name() -> String {
-    #[cfg(target_arch = "x86_64")]
-    if let Some(name) = x86_brand_string() {
-        return name;
-    }
-    std::env::consts::ARCH.to_string()
-}
-
-/// The 48-byte brand string, up to its first NUL, without surrounding spaces (Intel pads it
-/// at the front); `None` when the CPU has no such leaves or the string is empty.
-#[cfg(target_arch = "x86_64")]
-fn x86_brand_string() -> Option<String> {
-    use std::arch::x86_64::__cpuid;
-    const FIRST: u32 = 0x8000_0002;
-    const LAST: u32 = 0x8000_0004;
-    if __cpuid(0x8000_0000).eax < LAST {
-        return None;
-    }
-    let mut bytes = Vec::with_capacity(48);
-    for leaf in FIRST..=LAST {
-        let r = __cpuid(leaf);
-        for word in [r.eax, r.ebx, r.ecx, r.edx] {
-            bytes.extend_from_slice(&word.to_le_bytes());
-        }
-    }
-    let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
-    let name = String::from_utf8_lossy(&bytes[..end]).trim().to_string();
-    (!name.is_empty()).then_some(name)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Linux reads the same CPUID leaves for `/proc/cpuinfo`'s `model name`: a second
-    /// reading of the brand string, by other code.
-    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-    #[test]
-    fn the_cpu_name_is_the_kernels_model_name() {
-        let Ok(info) = std::fs::read_to_string("/proc/cpuinfo") else {
-            return;
-        };
-        let Some(model) = info
-            .lines()
-            .find_map(|l| l.strip_prefix("model name")?.trim_start().strip_prefix(':'))
-        else {
-            return;
-        };
-        assert_eq!(cpu_name(), model.trim());
-    }
-
-    #[test]
-    fn the_cpu_name_is_never_empty() {
-        assert!(!cpu_name().trim().is_empty());
-    }
 
     #[test]
     fn the_span_is_the_whole_huge_pages_inside_the_block() {
