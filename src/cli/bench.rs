@@ -91,17 +91,7 @@ pub fn run(args: BenchArgs) -> Result<i32> {
     let wave = WaveWidth::from_lanes(args.wave)
         .ok_or_else(|| Error::field("--wave", format!("is {}, must be 32 or 64", args.wave)))?;
     let pool = super::thread_pool(Some(args.threads))?;
-    let mut builds: Vec<(SimdPath, Schedule)> = Vec::new();
-    for arg in &args.simd {
-        // `auto` names the build it resolves to; each build and schedule once.
-        let simd = arg.path()?.resolve();
-        for schedule in &args.schedule {
-            let variant = (simd, schedule.schedule());
-            if !builds.contains(&variant) {
-                builds.push(variant);
-            }
-        }
-    }
+    let builds = builds_to_run(&args)?;
     let mesh = Mesh::load_obj(&args.mesh)?;
     let ray_sets: Vec<Vec<Ray>> = args
         .rays
@@ -125,55 +115,8 @@ pub fn run(args: BenchArgs) -> Result<i32> {
             WaveTracer::new(&built.image, &mesh, config)
         })
         .collect();
-    // seconds[f][b]: the repetitions of file f with build b; results[f]: what the first
-    // run gave, which every later run must give.
-    let mut seconds = vec![vec![Vec::new(); builds.len()]; ray_sets.len()];
-    let mut results: Vec<Option<(Vec<HitRecord>, Counters)>> = vec![None; ray_sets.len()];
-    for _ in 0..args.repeat {
-        for (f, rays) in ray_sets.iter().enumerate() {
-            for (b, tracer) in tracers.iter().enumerate() {
-                // What `wavetrace trace` produces and times.
-                let mut hits = vec![HitRecord::MISS; rays.len()];
-                let mut counters = Counters::default();
-                let start = Instant::now();
-                pool.install(|| tracer.closest_hit_records(rays, &mut hits, &mut counters));
-                seconds[f][b].push(start.elapsed().as_secs_f64());
-                match &results[f] {
-                    None => results[f] = Some((hits, counters)),
-                    Some((first_hits, first_counters)) => {
-                        if *first_hits != hits || *first_counters != counters {
-                            return Err(Error::Other(format!(
-                                "{}: the {} build, {} schedule, gave other hits or counters \
-                                 than the first run",
-                                args.rays[f].display(),
-                                builds[b].0.name(),
-                                builds[b].1.name()
-                            )));
-                        }
-                    }
-                }
-            }
-        }
-    }
-    let mut rows = Vec::new();
-    for (f, rays) in ray_sets.iter().enumerate() {
-        let clocks = results[f].as_ref().map_or(0, |(_, c)| c.td_clocks);
-        for (b, (simd, schedule)) in builds.iter().enumerate() {
-            let (_, best, median) = super::first_best_median(&seconds[f][b]);
-            let n = rays.len() as f64;
-            rows.push(Row {
-                rays_file: args.rays[f].display().to_string(),
-                simd: simd.name(),
-                schedule: schedule.name(),
-                rays: rays.len(),
-                best_rays_per_second: n / best,
-                median_rays_per_second: n / median,
-                td_clocks_per_ray: clocks as f64 / n.max(1.0),
-                best_ns_per_lane_step: best * 1e9 / (clocks as f64).max(1.0),
-                seconds: seconds[f][b].clone(),
-            });
-        }
-    }
+    let timed = time_traces(&args, &pool, &builds, &tracers, &ray_sets)?;
+    let rows = rows(&args, &builds, &ray_sets, &timed);
     let cpu = cpu_name();
     println!(
         "{}: {} triangles, BVH built in {:.3} s; {} thread(s), wave{}, best and median of {}",
@@ -185,29 +128,7 @@ pub fn run(args: BenchArgs) -> Result<i32> {
         args.repeat
     );
     println!("host CPU: {cpu}");
-    let width = rows
-        .iter()
-        .map(|r| r.rays_file.len())
-        .max()
-        .unwrap_or(0)
-        .max(4);
-    println!(
-        "{:<width$} {:>9} {:>9} {:>8} {:>11} {:>11} {:>10} {:>10}",
-        "rays", "build", "schedule", "rays", "best Mr/s", "median Mr/s", "clocks/ray", "ns/step"
-    );
-    for r in &rows {
-        println!(
-            "{:<width$} {:>9} {:>9} {:>8} {:>11.3} {:>11.3} {:>10.2} {:>10.2}",
-            r.rays_file,
-            r.simd,
-            r.schedule,
-            r.rays,
-            r.best_rays_per_second / 1e6,
-            r.median_rays_per_second / 1e6,
-            r.td_clocks_per_ray,
-            r.best_ns_per_lane_step
-        );
-    }
+    print_table(&rows);
     println!("hits and counters: identical in every repetition, build and schedule");
     if let Some(path) = &args.json {
         let results = Results {
@@ -224,4 +145,126 @@ pub fn run(args: BenchArgs) -> Result<i32> {
         super::write_json(path, &results)?;
     }
     Ok(0)
+}
+
+/// Each build of the loop and schedule the arguments name, once (`auto` named by the build
+/// it resolves to).
+fn builds_to_run(args: &BenchArgs) -> Result<Vec<(SimdPath, Schedule)>> {
+    let mut builds = Vec::new();
+    for arg in &args.simd {
+        let simd = arg.path()?.resolve();
+        for schedule in &args.schedule {
+            let variant = (simd, schedule.schedule());
+            if !builds.contains(&variant) {
+                builds.push(variant);
+            }
+        }
+    }
+    Ok(builds)
+}
+
+/// The timed repetitions of every ray set with every build: `seconds[f][b]` are ray set f's
+/// times with build b, `clocks[f]` its TD clocks. Every run must give what the first run of
+/// its ray set gave, hits and counters.
+struct Timed {
+    seconds: Vec<Vec<Vec<f64>>>,
+    clocks: Vec<u64>,
+}
+
+fn time_traces(
+    args: &BenchArgs,
+    pool: &rayon::ThreadPool,
+    builds: &[(SimdPath, Schedule)],
+    tracers: &[WaveTracer],
+    ray_sets: &[Vec<Ray>],
+) -> Result<Timed> {
+    let mut seconds = vec![vec![Vec::new(); builds.len()]; ray_sets.len()];
+    let mut first: Vec<Option<(Vec<HitRecord>, Counters)>> = vec![None; ray_sets.len()];
+    for _ in 0..args.repeat {
+        for (f, rays) in ray_sets.iter().enumerate() {
+            for (b, tracer) in tracers.iter().enumerate() {
+                // What `wavetrace trace` produces and times.
+                let mut hits = vec![HitRecord::MISS; rays.len()];
+                let mut counters = Counters::default();
+                let start = Instant::now();
+                pool.install(|| tracer.closest_hit_records(rays, &mut hits, &mut counters));
+                seconds[f][b].push(start.elapsed().as_secs_f64());
+                match &first[f] {
+                    None => first[f] = Some((hits, counters)),
+                    Some((first_hits, first_counters)) => {
+                        if *first_hits != hits || *first_counters != counters {
+                            return Err(Error::Other(format!(
+                                "{}: the {} build, {} schedule, gave other hits or counters \
+                                 than the first run",
+                                args.rays[f].display(),
+                                builds[b].0.name(),
+                                builds[b].1.name()
+                            )));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let clocks = first
+        .iter()
+        .map(|r| r.as_ref().map_or(0, |(_, c)| c.td_clocks))
+        .collect();
+    Ok(Timed { seconds, clocks })
+}
+
+/// One row per ray set and build: best and median speed, clocks per ray, host time per lane
+/// step.
+fn rows(
+    args: &BenchArgs,
+    builds: &[(SimdPath, Schedule)],
+    ray_sets: &[Vec<Ray>],
+    timed: &Timed,
+) -> Vec<Row> {
+    let mut rows = Vec::new();
+    for (f, rays) in ray_sets.iter().enumerate() {
+        let clocks = timed.clocks[f];
+        for (b, (simd, schedule)) in builds.iter().enumerate() {
+            let (_, best, median) = super::first_best_median(&timed.seconds[f][b]);
+            let n = rays.len() as f64;
+            rows.push(Row {
+                rays_file: args.rays[f].display().to_string(),
+                simd: simd.name(),
+                schedule: schedule.name(),
+                rays: rays.len(),
+                best_rays_per_second: n / best,
+                median_rays_per_second: n / median,
+                td_clocks_per_ray: clocks as f64 / n.max(1.0),
+                best_ns_per_lane_step: best * 1e9 / (clocks as f64).max(1.0),
+                seconds: timed.seconds[f][b].clone(),
+            });
+        }
+    }
+    rows
+}
+
+fn print_table(rows: &[Row]) {
+    let width = rows
+        .iter()
+        .map(|r| r.rays_file.len())
+        .max()
+        .unwrap_or(0)
+        .max(4);
+    println!(
+        "{:<width$} {:>9} {:>9} {:>8} {:>11} {:>11} {:>10} {:>10}",
+        "rays", "build", "schedule", "rays", "best Mr/s", "median Mr/s", "clocks/ray", "ns/step"
+    );
+    for r in rows {
+        println!(
+            "{:<width$} {:>9} {:>9} {:>8} {:>11.3} {:>11.3} {:>10.2} {:>10.2}",
+            r.rays_file,
+            r.simd,
+            r.schedule,
+            r.rays,
+            r.best_rays_per_second / 1e6,
+            r.median_rays_per_second / 1e6,
+            r.td_clocks_per_ray,
+            r.best_ns_per_lane_step
+        );
+    }
 }

@@ -75,3 +75,12 @@ pub struct WaveRun<'a, T, P: ?Sized> {
     pub prim_id: &'a P,
     pub query: Query,
 }
+
+// (Written out: a derive would ask `T: Copy` and `P: Copy`, and the fields are references.)
+impl<T, P: ?Sized> Clone for WaveRun<'_, T, P> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T, P: ?Sized> Copy for WaveRun<'_, T, P> {}

@@ -215,14 +215,6 @@ mod tests {
             eprintln!("skipped: this CPU has no AVX2");
             return;
         };
-        let specials = [
-            0.0,
-            -0.0,
-            f32::NAN,
-            f32::INFINITY,
-            f32::NEG_INFINITY,
-            f32::from_bits(1),
-        ];
         let mut next = xorshift(0x3C6E_F372_FE94_F82B_u64);
         let (mut eight, mut fallback) = (0u32, 0u32);
         let mut got = Wave::<64, LaneState<StackLane>>::new(0);
@@ -230,40 +222,7 @@ mod tests {
         let root = NodePointer::from_u32(0x0000_0105);
         for case in 0..20_000u32 {
             let first = 8 * (case as usize % 8);
-            let mut rays = [Ray::new(glam::Vec3::ZERO, glam::Vec3::ONE, 0.0, 1.0); 8];
-            for ray in &mut rays {
-                let mut v = [0f32; 8];
-                for (f, x) in v.iter_mut().enumerate() {
-                    let r = next();
-                    *x = if r.is_multiple_of(200) {
-                        specials[(r >> 8) as usize % specials.len()]
-                    } else {
-                        let unit = (r >> 40) as f32 / (1u64 << 24) as f32;
-                        match f {
-                            6 => unit,       // tmin
-                            7 => 1.0 + unit, // tmax
-                            _ => 4.0 * unit - 2.0,
-                        }
-                    };
-                }
-                if next().is_multiple_of(8) {
-                    // Tied magnitudes: the dominant axis is decided by the tie rule.
-                    v[4] = -v[3];
-                }
-                match next() % 50 {
-                    // tmin > tmax: the lane does not start.
-                    0 => v.swap(6, 7),
-                    // tmin == tmax: it does.
-                    1 => v[6] = v[7],
-                    _ => {}
-                }
-                *ray = Ray::new(
-                    glam::Vec3::new(v[0], v[1], v[2]),
-                    glam::Vec3::new(v[3], v[4], v[5]),
-                    v[6],
-                    v[7],
-                );
-            }
+            let rays: [Ray; 8] = std::array::from_fn(|_| random_start_ray(&mut next));
             got.exec = 0;
             want.exec = 0;
             let mut columns = RayColumns::default();
@@ -286,56 +245,14 @@ mod tests {
             };
             eight += 1;
             assert_eq!(got.exec, want.exec, "case {case}");
-            let bits = |r: &LaneRay| {
-                let mut b = vec![r.extent.to_bits()];
-                b.extend(
-                    r.origin
-                        .iter()
-                        .chain(&r.dir)
-                        .chain(&r.inv_dir)
-                        .map(|x| x.to_bits()),
-                );
-                b
-            };
             for (k, verdict) in verdicts.iter().enumerate() {
-                let i = first + k;
                 let verdict = verdict.expect("started");
                 assert_eq!(
                     finite >> k & 1 == 1,
                     verdict.finite_slopes,
                     "case {case} lane {k}"
                 );
-                assert_eq!(
-                    bits(&got.ray[i]),
-                    bits(&want.ray[i]),
-                    "case {case} lane {k}"
-                );
-                assert_eq!(got.node[i], want.node[i]);
-                assert_eq!(got.status[i], want.status[i]);
-                let (g, w) = (&got.state[i], &want.state[i]);
-                assert_eq!(g.hit.tmin.to_bits(), w.hit.tmin.to_bits());
-                assert_eq!(g.hit.best_t.to_bits(), w.hit.best_t.to_bits());
-                assert_eq!((g.hit.best, g.hit.best_prim), (w.hit.best, w.hit.best_prim));
-                assert_eq!(
-                    (g.hit.clocks, g.hit.free_steps),
-                    (w.hit.clocks, w.hit.free_steps)
-                );
-                assert_eq!(
-                    g.triangle_ray.rotation, w.triangle_ray.rotation,
-                    "case {case}"
-                );
-                let bits4 = |v: [f32; 4]| v.map(f32::to_bits);
-                assert_eq!(bits4(g.triangle_ray.origin), bits4(w.triangle_ray.origin));
-                assert_eq!(bits4(g.triangle_ray.dir), bits4(w.triangle_ray.dir));
-                assert_eq!(
-                    FullStack.stack_depth(&g.trav),
-                    FullStack.stack_depth(&w.trav)
-                );
-                let [origin, dir, inv_dir] = columns.lane(i);
-                let bits3 = |v: [f32; 3]| v.map(f32::to_bits);
-                assert_eq!(bits3(origin), bits3(want.ray[i].origin));
-                assert_eq!(bits3(dir), bits3(want.ray[i].dir));
-                assert_eq!(bits3(inv_dir), bits3(want.ray[i].inv_dir));
+                assert_same_start(&got, &want, &columns, first + k, case);
             }
         }
         // Both paths occur often.
@@ -343,6 +260,105 @@ mod tests {
             eight > 1000 && fallback > 1000,
             "{eight} started at once, {fallback} not"
         );
+    }
+
+    /// A seeded ray for the start tests: components in [-2, 2), `tmin` in [0, 1), `tmax` in
+    /// [1, 2); one field in 200 special (zeros, NaN, infinities, a denormal), one direction
+    /// in 8 with two tied magnitudes, and one ray in 50 with `tmin > tmax` or `tmin == tmax`.
+    fn random_start_ray(next: &mut impl FnMut() -> u64) -> Ray {
+        let specials = [
+            0.0,
+            -0.0,
+            f32::NAN,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            f32::from_bits(1),
+        ];
+        let mut v = [0f32; 8];
+        for (f, x) in v.iter_mut().enumerate() {
+            let r = next();
+            *x = if r.is_multiple_of(200) {
+                specials[(r >> 8) as usize % specials.len()]
+            } else {
+                let unit = (r >> 40) as f32 / (1u64 << 24) as f32;
+                match f {
+                    6 => unit,       // tmin
+                    7 => 1.0 + unit, // tmax
+                    _ => 4.0 * unit - 2.0,
+                }
+            };
+        }
+        if next().is_multiple_of(8) {
+            // Tied magnitudes: the dominant axis is decided by the tie rule.
+            v[4] = -v[3];
+        }
+        match next() % 50 {
+            // tmin > tmax: the lane does not start.
+            0 => v.swap(6, 7),
+            // tmin == tmax: it does.
+            1 => v[6] = v[7],
+            _ => {}
+        }
+        Ray::new(
+            glam::Vec3::new(v[0], v[1], v[2]),
+            glam::Vec3::new(v[3], v[4], v[5]),
+            v[6],
+            v[7],
+        )
+    }
+
+    /// Lane `i` of `got` started as lane `i` of `want`: the same registers (bit for bit),
+    /// node, status, hit bookkeeping, triangle set-up and stack, and `columns` holds its
+    /// registers.
+    fn assert_same_start(
+        got: &Wave<64, LaneState<StackLane>>,
+        want: &Wave<64, LaneState<StackLane>>,
+        columns: &RayColumns,
+        i: usize,
+        case: u32,
+    ) {
+        let bits = |r: &LaneRay| {
+            let mut b = vec![r.extent.to_bits()];
+            b.extend(
+                r.origin
+                    .iter()
+                    .chain(&r.dir)
+                    .chain(&r.inv_dir)
+                    .map(|x| x.to_bits()),
+            );
+            b
+        };
+        assert_eq!(
+            bits(&got.ray[i]),
+            bits(&want.ray[i]),
+            "case {case} lane {i}"
+        );
+        assert_eq!(got.node[i], want.node[i]);
+        assert_eq!(got.status[i], want.status[i]);
+        let (g, w) = (&got.state[i], &want.state[i]);
+        assert_eq!(g.hit.tmin.to_bits(), w.hit.tmin.to_bits());
+        assert_eq!(g.hit.best_t.to_bits(), w.hit.best_t.to_bits());
+        assert_eq!((g.hit.best, g.hit.best_prim), (w.hit.best, w.hit.best_prim));
+        assert_eq!(
+            (g.hit.clocks, g.hit.free_steps),
+            (w.hit.clocks, w.hit.free_steps)
+        );
+        assert_eq!(
+            g.triangle_ray.rotation, w.triangle_ray.rotation,
+            "case {case}"
+        );
+        let bits4 = |v: [f32; 4]| v.map(f32::to_bits);
+        assert_eq!(bits4(g.triangle_ray.origin), bits4(w.triangle_ray.origin));
+        assert_eq!(bits4(g.triangle_ray.dir), bits4(w.triangle_ray.dir));
+        assert_eq!(
+            FullStack.stack_depth(&g.trav),
+            FullStack.stack_depth(&w.trav)
+        );
+        let [origin, dir, inv_dir] = columns.lane(i);
+        let bits3 = |v: [f32; 3]| v.map(f32::to_bits);
+        assert_eq!(bits3(origin), bits3(want.ray[i].origin));
+        assert_eq!(bits3(dir), bits3(want.ray[i].dir));
+        assert_eq!(bits3(inv_dir), bits3(want.ray[i].inv_dir));
     }
 
     /// `start_lane_checked` on rays with every kind of special value in every field: the lane

@@ -10,8 +10,9 @@
 //! AVX2 build enables: only [`Avx2::detect`] makes one, after checking each of
 //! [`Avx2::FEATURES`] (the list every `#[target_feature]` in the crate draws from;
 //! `tests/target_features.rs` checks this). So the AVX2 kernels are safe functions that take
-//! the token, and their `unsafe` blocks cite it. Every build gives bit-identical results: the AVX2 kernels run the same
-//! f32 operations in the same order as the portable ones (Rust never contracts to FMA).
+//! the token, and their `unsafe` blocks cite it. Every build gives bit-identical results:
+//! the AVX2 kernels run the same f32 operations in the same order as the portable ones (Rust
+//! never contracts to FMA).
 
 use super::intersect::{TriangleBatch, TriangleRay, BATCH_LANES, LANES};
 #[cfg(target_arch = "x86_64")]

@@ -10,7 +10,7 @@ use crate::wave::isa::{Avx2, Isa};
 use crate::wave::{LaneStatus, Wave, WaveIntersector};
 
 impl<T: Traversal, P: PrimitiveIds + ?Sized, I: Isa, const W: usize, const H: usize>
-    Lockstep<'_, '_, T, P, I, W, H>
+    Lockstep<'_, T, P, I, W, H>
 {
     /// Tests the step's box lanes (box pointers whose node is cached); the others go to
     /// `step.rest`. Box lanes come first: grouping lanes by node type keeps the branches
@@ -127,8 +127,10 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized, I: Isa, const W: usize, const H: us
     ) {
         let intersector = self.run.intersector;
         let grow = intersector.grow();
-        // Shared blocks not consumed as one in this step.
-        let mut parting = self.shared;
+        // Blocks tested here, and the shared ones among them consumed as one. (Two masks
+        // applied to `step` after the loop: updating `step` block by block kept more values
+        // live across the shared blocks' stack work, which spilled them.)
+        let (mut taken, mut consumed) = (0u64, 0u64);
         let mut blocks = full_blocks(step.box_lanes & self.finite_slopes);
         while blocks != 0 {
             let first = blocks.trailing_zeros() as usize;
@@ -144,8 +146,7 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized, I: Isa, const W: usize, const H: us
                 };
                 avx2.box_query_eight_nodes(&nodes, columns, first, grow, &mut self.box_results);
                 step.cost.box_queries(Self::wave_of(first), 8, useful);
-                step.box_lanes &= !block;
-                step.tested |= block;
+                taken |= block;
                 continue;
             }
             let Some(b) = intersector.cached_box_of_box_pointer(wave.node[first]) else {
@@ -159,14 +160,16 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized, I: Isa, const W: usize, const H: us
             // of eight never straddles two).
             step.cost
                 .box_queries(Self::wave_of(first), 8, 8 * b.useful_slots());
-            step.box_lanes &= !block;
+            taken |= block;
             if block_shared && uniform {
-                parting &= !block;
+                consumed |= block;
                 self.consume_shared_block(avx2, wave, first);
-                continue;
             }
-            step.tested |= block;
         }
+        step.box_lanes &= !taken;
+        step.tested |= taken & !consumed;
+        // Shared blocks not consumed as one in this step.
+        let parting = self.shared & !consumed;
         self.part_shared_blocks(wave, parting, step);
     }
 

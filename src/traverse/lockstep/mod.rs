@@ -61,8 +61,10 @@ pub struct LockstepLanes<'w, L, const H: usize> {
 /// compiler without the guarantee that nothing else aliases it, and every load behind the
 /// other references (the node cache, the traversal) would then be repeated after each
 /// store to a lane.
-pub(super) struct Lockstep<'l, 'a, T: Traversal, P: ?Sized, I, const W: usize, const H: usize> {
-    run: &'l WaveRun<'a, T, P>,
+pub(super) struct Lockstep<'a, T: Traversal, P: ?Sized, I, const W: usize, const H: usize> {
+    /// A copy, not a reference: its fields are then locals of the loop (one load less
+    /// for each node a lane asks for).
+    run: WaveRun<'a, T, P>,
     isa: I,
     /// Lanes the instruction will reject at their first step.
     rejected: u64,
@@ -153,7 +155,7 @@ impl<'a, T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'a, T, P> {
             count_wave(counters, W, rays.len().min(W * (k + 1)) - W * k);
         }
         let mut lockstep = Lockstep::<T, P, I, W, H> {
-            run: self,
+            run: *self,
             isa,
             rejected: started.rejected,
             finite_slopes: started.finite_slopes,
@@ -162,7 +164,8 @@ impl<'a, T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'a, T, P> {
             steps: 0,
             hits_accepted: 0,
             batch: Gathered::default(),
-            box_results: [BoxResult::default(); H],
+            // Written for a lane before it is read in a step; zeros clear in one `memset`.
+            box_results: [BoxResult::ZERO; H],
             wave_cost: [WaveCost::default(); 2],
         };
         while wave.exec != 0 {
@@ -178,7 +181,7 @@ impl<'a, T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'a, T, P> {
 }
 
 impl<T: Traversal, P: PrimitiveIds + ?Sized, I: Isa, const W: usize, const H: usize>
-    Lockstep<'_, '_, T, P, I, W, H>
+    Lockstep<'_, T, P, I, W, H>
 {
     /// Exec bits of each wave (wave k of lane i: `i / W`).
     const WAVE_MASK: [u64; 2] = {
@@ -217,7 +220,11 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized, I: Isa, const W: usize, const H: us
     #[inline(always)]
     fn step(&mut self, wave: &mut Wave<H, LaneState<T::Lane>>, columns: &mut RayColumns) {
         self.steps += 1;
-        let issued = Self::WAVE_MASK.map(|m| (wave.exec & m).count_ones());
+        let [low, high] = Self::WAVE_MASK;
+        let issued = [
+            (wave.exec & low).count_ones(),
+            (wave.exec & high).count_ones(),
+        ];
         let mut step = Step {
             box_lanes: 0,
             tested: 0,

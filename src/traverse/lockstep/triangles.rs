@@ -46,7 +46,7 @@ pub(super) struct TriangleHit {
 }
 
 impl<T: Traversal, P: PrimitiveIds + ?Sized, I: Isa, const W: usize, const H: usize>
-    Lockstep<'_, '_, T, P, I, W, H>
+    Lockstep<'_, T, P, I, W, H>
 {
     /// Tests the step's triangle lanes and runs every other lane of `step.rest` through the
     /// kernel's general arm (user nodes, the bounds check, unmapped memory, uncached boxes).

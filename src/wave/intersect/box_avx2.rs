@@ -190,43 +190,7 @@ unsafe fn box_query_pair_avx2(
     let bits = !(_mm256_movemask_ps(_mm256_castsi256_ps(invalid)) as u32);
     let mut valid = [bits & 0xf, bits >> 4 & 0xf];
     if sort {
-        // `sort_network_sse2` on both halves at once (AVX2's 32-bit shuffles work per half).
-        let key = _mm256_castps_si256(_mm256_add_ps(tnear, zero));
-        let mut k = _mm256_or_si256(
-            _mm256_andnot_si256(invalid, key),
-            _mm256_and_si256(invalid, _mm256_set1_epi32(i32::MAX)),
-        );
-        // Per stage, each slot compares with its partner: the first slot of a pair swaps when
-        // its own key is greater (`k > kp`), the second when the partner's is (`kp > k`); a
-        // slot paired with itself never swaps. Keys are non-negative, so flipping every bit
-        // of both keys in the second slots (`SECOND`) turns their test into the first slots'
-        // one: a single compare per stage. The blends go through `blendv_ps` (only the sign
-        // bit of each 32-bit mask matters, which the compiler then does not re-pack).
-        macro_rules! stage {
-            ($imm:expr, $second:expr) => {{
-                let pp = _mm256_shuffle_epi32::<$imm>(p);
-                let kp = _mm256_shuffle_epi32::<$imm>(k);
-                let flip: __m256i = $second;
-                let swap = _mm256_castsi256_ps(_mm256_cmpgt_epi32(
-                    _mm256_xor_si256(k, flip),
-                    _mm256_xor_si256(kp, flip),
-                ));
-                let blend = |a: __m256i, b: __m256i| {
-                    _mm256_castps_si256(_mm256_blendv_ps(
-                        _mm256_castsi256_ps(a),
-                        _mm256_castsi256_ps(b),
-                        swap,
-                    ))
-                };
-                p = blend(p, pp);
-                k = blend(k, kp);
-            }};
-        }
-        // Stage 1: (0,2), (1,3). Stage 2: (0,1), (2,3). Stage 3: (1,2). Both halves alike.
-        stage!(0b01_00_11_10, _mm256_setr_epi32(0, 0, -1, -1, 0, 0, -1, -1));
-        stage!(0b10_11_00_01, _mm256_setr_epi32(0, -1, 0, -1, 0, -1, 0, -1));
-        stage!(0b11_01_10_00, _mm256_setr_epi32(0, 0, -1, 0, 0, 0, -1, 0));
-        let _ = k;
+        p = sort_both_halves(p, invalid, tnear);
         valid = [
             (1u32 << valid[0].count_ones()) - 1,
             (1u32 << valid[1].count_ones()) - 1,
@@ -239,6 +203,59 @@ unsafe fn box_query_pair_avx2(
         _mm256_extracti128_si256::<1>(p),
     );
     Some(valid)
+}
+
+/// The sorting network (`sort_network_sse2`) on both 128-bit halves of `p` at once (AVX2's
+/// 32-bit shuffles work per half): each half's four pointers by their `tnear`, missed
+/// slots (`invalid`) last. Returns the sorted pointers.
+///
+/// # Safety
+/// The CPU must support AVX2 (called only from [`box_query_pair_avx2`], into which it is
+/// inlined).
+#[inline(always)]
+unsafe fn sort_both_halves(
+    mut p: core::arch::x86_64::__m256i,
+    invalid: core::arch::x86_64::__m256i,
+    tnear: core::arch::x86_64::__m256,
+) -> core::arch::x86_64::__m256i {
+    use core::arch::x86_64::*;
+    let key = _mm256_castps_si256(_mm256_add_ps(tnear, _mm256_setzero_ps()));
+    let mut k = _mm256_or_si256(
+        _mm256_andnot_si256(invalid, key),
+        _mm256_and_si256(invalid, _mm256_set1_epi32(i32::MAX)),
+    );
+    // Per stage, each slot compares with its partner: the first slot of a pair swaps when
+    // its own key is greater (`k > kp`), the second when the partner's is (`kp > k`); a
+    // slot paired with itself never swaps. Keys are non-negative, so flipping every bit of
+    // both keys in the second slots (each stage's `flip` mask) turns their test into the
+    // first slots' one: a single compare per stage. The blends go through `blendv_ps` (only
+    // the sign bit of each 32-bit mask matters, which the compiler then does not re-pack).
+    macro_rules! stage {
+        ($imm:expr, $second:expr) => {{
+            let pp = _mm256_shuffle_epi32::<$imm>(p);
+            let kp = _mm256_shuffle_epi32::<$imm>(k);
+            let flip: __m256i = $second;
+            let swap = _mm256_castsi256_ps(_mm256_cmpgt_epi32(
+                _mm256_xor_si256(k, flip),
+                _mm256_xor_si256(kp, flip),
+            ));
+            let blend = |a: __m256i, b: __m256i| {
+                _mm256_castps_si256(_mm256_blendv_ps(
+                    _mm256_castsi256_ps(a),
+                    _mm256_castsi256_ps(b),
+                    swap,
+                ))
+            };
+            p = blend(p, pp);
+            k = blend(k, kp);
+        }};
+    }
+    // Stage 1: (0,2), (1,3). Stage 2: (0,1), (2,3). Stage 3: (1,2). Both halves alike.
+    stage!(0b01_00_11_10, _mm256_setr_epi32(0, 0, -1, -1, 0, 0, -1, -1));
+    stage!(0b10_11_00_01, _mm256_setr_epi32(0, -1, 0, -1, 0, -1, 0, -1));
+    stage!(0b11_01_10_00, _mm256_setr_epi32(0, 0, -1, 0, 0, 0, -1, 0));
+    let _ = k;
+    p
 }
 
 /// Where [`eight_lanes_test`] gets its eight lanes' child boxes and pointers: one node for

@@ -93,6 +93,14 @@ pub struct BoxResult {
     pub valid: u32,
 }
 
+impl BoxResult {
+    /// All bits zero: a placeholder for a result not yet written.
+    pub const ZERO: BoxResult = BoxResult {
+        children: [NodePointer::from_u32(0); 4],
+        valid: 0,
+    };
+}
+
 impl Default for BoxResult {
     fn default() -> Self {
         BoxResult {

@@ -101,7 +101,10 @@ impl Avx2 {
             }
             let (origin, dir) = (load!(columns.origin), load!(columns.dir));
             let rotation = AxisMasks::of_directions(self, dir);
-            let [v0, v1, v2] = TRIANGLE_VERTICES[k & 3].map(|v| [3 * v, 3 * v + 1, 3 * v + 2]);
+            // (Not `.map(..)`: LLVM leaves that call out of line.)
+            let dword_indices = |v: usize| [3 * v, 3 * v + 1, 3 * v + 2];
+            let [a, b, c] = TRIANGLE_VERTICES[k & 3];
+            let [v0, v1, v2] = [dword_indices(a), dword_indices(b), dword_indices(c)];
             // Columns rotated lane by lane.
             macro_rules! rotated {
                 ($v:expr) => {{

@@ -189,7 +189,14 @@ impl TriangleBatch {
     pub fn run(&self, mode: TriangleReturnMode) -> [[u32; 4]; LANES] {
         debug_assert!(self.len <= LANES);
         // Rows past `len` hold stale values: computed and ignored.
-        let columns = [0, 1, 2, 3, 4].map(|r| self.columns(r));
+        // (Written out, not `[0, 1, 2, 3, 4].map(..)`: LLVM leaves that call out of line.)
+        let columns = [
+            self.columns(0),
+            self.columns(1),
+            self.columns(2),
+            self.columns(3),
+            self.columns(4),
+        ];
         triangle_dwords(Portable, self.lanes(), mode, columns)
     }
 
