@@ -272,3 +272,71 @@ fn trace_simd_builds_write_the_same_hits() {
         .collect();
     assert!(ids.contains(&u32::MAX) && ids.iter().any(|&i| i != u32::MAX));
 }
+
+/// `trace --traversal NAME` runs the strategy `profile` names so: on the bunny's camera rays
+/// each strategy gives the TD clocks per ray that `profile` measures for it. `profile` runs
+/// the stream schedule and `trace` the lockstep one, so this is two computations of the same
+/// counts; the strategies differ (a short stack restarts and re-tests nodes), so a strategy
+/// ignored by `trace` would not match. The hits are the same for every strategy.
+#[test]
+fn trace_strategies_give_the_clocks_profile_measures() {
+    let scenes = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/data/scenes");
+    let mesh = format!("{scenes}/bunny.obj.gz");
+    let rays = format!("{scenes}/bunny_primary.rays");
+    let dir = tempfile::tempdir().unwrap();
+    let strategies = ["full-stack", "restart-3", "walkback-3", "stackless-trail"];
+    let json = dir.path().join("profile.json");
+    run_ok(&[
+        "profile",
+        &mesh,
+        "--rays",
+        &rays,
+        "--strategies",
+        &strategies.join(","),
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let profile = read_json(&json);
+    let variants = profile["variants"].as_array().unwrap();
+    let ray_count = profile["rays"].as_f64().unwrap();
+    let mut clocks_seen = Vec::new();
+    let mut first_hits: Option<Vec<u8>> = None;
+    for name in strategies {
+        let variant = variants
+            .iter()
+            .find(|v| v["name"] == name)
+            .unwrap_or_else(|| panic!("profile reports {name}"));
+        assert_eq!(variant["wrong_rays"], 0, "{name}");
+        let stats = dir.path().join(format!("{name}.json"));
+        let hits = dir.path().join(format!("{name}.hits"));
+        run_ok(&[
+            "trace",
+            &mesh,
+            "--rays",
+            &rays,
+            "--traversal",
+            name,
+            "--out",
+            hits.to_str().unwrap(),
+            "--stats",
+            stats.to_str().unwrap(),
+        ]);
+        let clocks = read_json(&stats)["counters"]["td.clocks"].as_f64().unwrap();
+        let per_ray = variant["td_clocks_per_ray"].as_f64().unwrap();
+        assert!(
+            (clocks / ray_count - per_ray).abs() <= 1e-9 * per_ray,
+            "{name}: trace {} clocks per ray, profile {per_ray}",
+            clocks / ray_count
+        );
+        clocks_seen.push(clocks);
+        let bytes = std::fs::read(&hits).unwrap();
+        match &first_hits {
+            None => first_hits = Some(bytes),
+            Some(first) => assert!(*first == bytes, "{name}: other hits than full-stack"),
+        }
+    }
+    // The strategies cost differently (so each was really run).
+    clocks_seen.sort_by(f64::total_cmp);
+    clocks_seen.dedup();
+    assert_eq!(clocks_seen.len(), strategies.len(), "{clocks_seen:?}");
+}

@@ -7,6 +7,7 @@
 #![cfg(target_arch = "x86_64")]
 
 use bytemuck::Zeroable;
+use glam::Vec3;
 use wavetrace::hw::box_test::grow_factor;
 use wavetrace::hw::descriptor::TriangleReturnMode;
 use wavetrace::hw::instruction::LaneOutcome;
@@ -14,6 +15,8 @@ use wavetrace::hw::{
     image_bvh_intersect_ray, BoxNodeF32, BvhDescriptor, NodePointer, NodeType, TriangleNode,
     TRIANGLE_MISS,
 };
+use wavetrace::math::Ray;
+use wavetrace::traverse::lane_ray;
 use wavetrace::wave::intersect::{
     box_query, BoxResult, DecodedBox, LaneRay, RayColumns, TriangleBatch, TriangleRay, BATCH_LANES,
 };
@@ -38,16 +41,25 @@ fn avx2_or_skip() -> Option<Avx2> {
     avx2
 }
 
+/// The descriptor of test case `case`: triangle ids every third case, else barycentrics.
+fn descriptor_of_case(case: u32) -> BvhDescriptor {
+    let triangle_return_mode = if case.is_multiple_of(3) {
+        TriangleReturnMode::TriangleId
+    } else {
+        TriangleReturnMode::Barycentrics
+    };
+    BvhDescriptor {
+        triangle_return_mode,
+        ..BvhDescriptor::default()
+    }
+}
+
 /// A ray of extent 10 with direction, then origin, drawn from `unit`, and the inverse
 /// direction a driver computes.
 fn random_ray(unit: &mut impl FnMut() -> f32) -> LaneRay {
-    let dir = [unit(), unit(), unit()];
-    LaneRay {
-        extent: 10.0,
-        origin: [unit(), unit(), unit()],
-        dir,
-        inv_dir: dir.map(|d| 1.0 / d),
-    }
+    let dir = Vec3::new(unit(), unit(), unit());
+    let origin = Vec3::new(unit(), unit(), unit());
+    lane_ray(&Ray::new(origin, dir, 0.0, 10.0))
 }
 
 /// `n` random lanes for the multi-lane box tests: FP32 nodes on a coarse grid (ties, equal
@@ -361,15 +373,8 @@ fn triangle_batch_of_eight_matches_the_scalar_reference() {
     let mut batch = TriangleBatch::default();
     for case in 0..50_000u32 {
         let len = 1 + case as usize % BATCH_LANES;
-        let mode = if case % 3 == 0 {
-            TriangleReturnMode::TriangleId
-        } else {
-            TriangleReturnMode::Barycentrics
-        };
-        let descriptor = BvhDescriptor {
-            triangle_return_mode: mode,
-            ..BvhDescriptor::default()
-        };
+        let descriptor = descriptor_of_case(case);
+        let mode = descriptor.triangle_return_mode;
         let mut lane = [(NodePointer::INVALID, random_ray(&mut value)); BATCH_LANES];
         batch.clear();
         for (j, (pointer, ray)) in lane.iter_mut().enumerate().take(len) {
@@ -424,15 +429,8 @@ fn triangle_query_eight_matches_the_scalar_reference() {
     let mut columns = RayColumns::default();
     let (mut hits, mut misses, mut axes) = (0u64, 0u64, [0u64; 3]);
     for case in 0..20_000u32 {
-        let mode = if case % 3 == 0 {
-            TriangleReturnMode::TriangleId
-        } else {
-            TriangleReturnMode::Barycentrics
-        };
-        let descriptor = BvhDescriptor {
-            triangle_return_mode: mode,
-            ..BvhDescriptor::default()
-        };
+        let descriptor = descriptor_of_case(case);
+        let mode = descriptor.triangle_return_mode;
         let node = random_triangle_node(&mut value, 29, case);
         let k = case as usize / 3 % 4;
         let triangle = node.triangle(k);

@@ -4,9 +4,10 @@
 //! tests one triangle), so the 4-wide tree has two kinds of slots: a box node or a single
 //! triangle reference. [`super::build::build_binary`] computes, for every binary node and
 //! every slot budget k = 1..4, the cheapest way to represent the subtree in k slots of its
-//! parent (either as one box node, or by handing the budget down to its two children). This is the optimal
-//! collapse for the SAH with costs [`C_BOX`](super::build::C_BOX) per box node visited and
-//! [`C_TRI`](super::build::C_TRI) per triangle tested, not a greedy "open the largest child".
+//! parent (either as one box node, or by handing the budget down to its two children).
+//! This is the optimal collapse for the SAH with costs [`C_BOX`](super::build::C_BOX) per
+//! box node visited and [`C_TRI`](super::build::C_TRI) per triangle tested, not a greedy
+//! "open the largest child".
 
 use super::build::{BinaryTree, Node2, PrimRef, LEAF};
 use glam::Vec3A;

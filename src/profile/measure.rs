@@ -140,7 +140,7 @@ pub fn trace_variant(
 }
 
 /// One variant's rays on its image, run with the variant's traversal
-/// ([`Strategy::visit`]) in waves of its width.
+/// ([`Strategy::visit`](crate::traverse::Strategy::visit)) in waves of its width.
 struct VariantRun<'v> {
     variant: &'v Variant,
     image: &'v BvhImage,

@@ -17,7 +17,7 @@
 //! and a builder bug would show there.
 //!
 //! - [`variants`]: the variants, one axis at a time.
-//! - [`measure`]: running a variant and measuring it, the guard, the ranking.
+//! - [`measure`](mod@measure): running a variant and measuring it, the guard, the ranking.
 //! - [`table`]: the ranked table and CSV.
 //! - [`sets`]: the reference image and the ray sets.
 //! - [`rays`]: camera and secondary ray sets, ray orderings.

@@ -11,14 +11,14 @@ use crate::wave::WaveWidth;
 /// Which traversal shader runs. Names as on the command line and in `profile`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize)]
 pub enum Strategy {
-    /// Complete per-lane stack (`full-stack`, [`FullStack`](super::FullStack)).
+    /// Complete per-lane stack (`full-stack`, [`FullStack`]).
     #[default]
     FullStack,
     /// Short stack of `n` entries, restart from the root along a trail (`restart-N`,
-    /// [`TrailStack`](super::short_stack::TrailStack)).
+    /// [`TrailStack`]).
     RestartTrail(usize),
     /// Short stack of `n` entries, walk back through parent pointers on underflow
-    /// (`walkback-N`, [`WalkBack`](super::short_stack::WalkBack)); needs the image's parent
+    /// (`walkback-N`, [`WalkBack`]); needs the image's parent
     /// tables and sorted box results.
     WalkBack(usize),
     /// No stack: restart trail only (`stackless-trail`).

@@ -66,10 +66,10 @@ pub struct WaveTracer {
     prim_ids: Ids,
     /// The mesh, for mode-0 barycentrics (computed in f64 as the scalar reference does).
     mesh: Option<Mesh>,
-    /// Triangle pointers stand for leaf chains ([`LeafChains`]).
+    /// Triangle pointers stand for leaf chains ([`LeafChains`](super::chains::LeafChains)).
     leaf_chains: bool,
     /// The image's side tables without its bytes, kept for a strategy that reads parent
-    /// pointers ([`Strategy::needs_parents`]).
+    /// pointers ([`Strategy::needs_parents`](super::Strategy::needs_parents)).
     tables: Option<BvhImage>,
     config: WaveTracerConfig,
 }
@@ -160,7 +160,7 @@ impl WaveTracer {
     /// A tracer over `image`, built from `mesh`.
     ///
     /// An image built with leaf chains (`BuildOptions::leaf_chains`) is traversed with
-    /// [`LeafChains`] around the strategy.
+    /// [`LeafChains`](super::chains::LeafChains) around the strategy.
     pub fn new(image: &BvhImage, mesh: &Mesh, config: WaveTracerConfig) -> WaveTracer {
         let ids = ImageIds::new(image, mesh.len() as u32);
         let aligned = AlignedImage::new(&image.bytes);

@@ -88,8 +88,9 @@ pub(super) const NAN_BOX_BITS: [u16; 6] = [0x7e00; 6];
 /// A box rounded outward to binary16.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(super) struct F16Box {
-    /// The bit patterns `[min.xyz, max.xyz]`, as [`BoxNodeF16::boxes`](crate::hw::BoxNodeF16::boxes) holds them: min
-    /// rounded toward -inf, max toward +inf.
+    /// The bit patterns `[min.xyz, max.xyz]`, as
+    /// [`BoxNodeF16::boxes`](crate::hw::BoxNodeF16::boxes) holds them: min rounded toward
+    /// -inf, max toward +inf.
     pub bits: [u16; 6],
     /// The f32 box these bits stand for (the box the hardware tests).
     pub stored: StoredBox,

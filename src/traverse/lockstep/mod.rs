@@ -14,7 +14,8 @@
 //!    the rest in pairs; else lane by lane;
 //! 3. let each tested box lane consume its children;
 //! 4. test the triangle lanes (`triangles`), gathered into batches, and send every other
-//!    lane through the kernel's general arm ([`WaveIntersector::execute_general`]);
+//!    lane through the kernel's general arm
+//!    ([`WaveIntersector::execute_general`](crate::wave::WaveIntersector::execute_general));
 //! 5. charge the step to each wave ([`Lockstep::charge_step`]).
 //!
 //! When at most two lanes are left, they run alone to their ends with the by-lane step

@@ -8,12 +8,12 @@ use core::arch::x86_64::*;
 use wide::f32x4;
 
 impl Avx2 {
-    /// Two lanes' box queries at once, one lane per 128-bit half of AVX2 vectors: the same
-    /// f32 operations as [`box_query`](super::box_query) in the same order (one rounding each), so each lane's
-    /// result is [`box_query`](super::box_query)'s. Covers the common case only, where both nodes are
-    /// `ordered` and neither lane has a NaN among its products; returns `None` otherwise
-    /// (nothing written), and the caller runs [`box_query`](super::box_query) per lane. Returns each lane's
-    /// valid mask.
+    /// Two lanes' box queries at once, one lane per 128-bit half of AVX2 vectors: the same f32
+    /// operations as [`box_query`](fn@super::box_query) in the same order (one rounding each), so
+    /// each lane's result is [`box_query`](fn@super::box_query)'s. Covers the common case only,
+    /// where both nodes are `ordered` and neither lane has a NaN among its products; returns `None`
+    /// otherwise (nothing written), and the caller runs [`box_query`](fn@super::box_query) per
+    /// lane. Returns each lane's valid mask.
     ///
     /// `finite_slopes` says that both lanes' inverse directions are finite and not zero:
     /// then no product can be NaN and the NaN probe is skipped (six vector operations a
@@ -32,13 +32,13 @@ impl Avx2 {
         unsafe { box_query_pair_avx2(node, ray, grow, sort, finite_slopes, out) }
     }
 
-    /// The box queries of eight consecutive lanes `first..first + 8` on one node at once,
-    /// one lane per 32-bit element of AVX2 vectors, the node's planes broadcast: the same f32
-    /// operations as [`Self::box_query_pair`] and [`box_query`](super::box_query) in the same order (one
-    /// rounding each), so each lane's result is [`box_query`](super::box_query)'s with sorting on. Writes lane
-    /// `first + k`'s sorted children and valid mask to `out[first + k]`, and returns whether
-    /// all eight got the same children (hence the same mask): the wave loop then consumes one
-    /// result for the eight lanes of a block that shares one stack.
+    /// The box queries of eight consecutive lanes `first..first + 8` on one node at once, one lane
+    /// per 32-bit element of AVX2 vectors, the node's planes broadcast: the same f32 operations as
+    /// [`Self::box_query_pair`] and [`box_query`](fn@super::box_query) in the same order (one
+    /// rounding each), so each lane's result is [`box_query`](fn@super::box_query)'s with sorting
+    /// on. Writes lane `first + k`'s sorted children and valid mask to `out[first + k]`, and
+    /// returns whether all eight got the same children (hence the same mask): the wave loop then
+    /// consumes one result for the eight lanes of a block that shares one stack.
     ///
     /// The caller guarantees the common case of [`Self::box_query_pair`] without its probe:
     /// `node.ordered`, and every one of the eight lanes' inverse directions finite and not
@@ -67,11 +67,11 @@ impl Avx2 {
         eight_lanes_test(self, &OneNode(node), columns, first, grow, out)
     }
 
-    /// [`Self::box_query_eight`] for eight lanes that ask for different nodes, `nodes[k]`
-    /// lane `first + k`'s: each node's planes and child pointers are transposed into
-    /// columns, one lane per element, and the eight lanes are tested as one. The same f32
-    /// operations in the same order, so each lane's result is [`box_query`](super::box_query)'s with sorting
-    /// on. The same preconditions, for every one of the eight nodes.
+    /// [`Self::box_query_eight`] for eight lanes that ask for different nodes, `nodes[k]` lane
+    /// `first + k`'s: each node's planes and child pointers are transposed into columns, one lane
+    /// per element, and the eight lanes are tested as one. The same f32 operations in the same
+    /// order, so each lane's result is [`box_query`](fn@super::box_query)'s with sorting on. The
+    /// same preconditions, for every one of the eight nodes.
     ///
     /// Why: lanes that have parted still come in blocks of eight box lanes (on 65,536 of
     /// bunny's camera rays, 44 % of the box lanes that were tested in pairs; most box lanes

@@ -248,23 +248,11 @@ fn sort_network_scalar(ptr: [u32; 4], key: [f32; 4]) -> [u32; 4] {
 mod tests {
     use super::*;
     use crate::hw::{BoxNodeF32, NodeType};
-    use crate::wave::intersect::test_rng::xorshift;
+    use crate::wave::intersect::test_rng::{random_ray, xorshift};
     use crate::wave::intersect::DecodedBox;
     use bytemuck::Zeroable;
 
     const INVALID: u32 = INVALID_BITS;
-
-    /// A ray of extent 10 with direction, then origin, drawn from `unit`, and the inverse
-    /// direction a driver computes.
-    fn random_ray(unit: &mut impl FnMut() -> f32) -> LaneRay {
-        let dir = [unit(), unit(), unit()];
-        LaneRay {
-            extent: 10.0,
-            origin: [unit(), unit(), unit()],
-            dir,
-            inv_dir: dir.map(|d| 1.0 / d),
-        }
-    }
 
     /// The mask `box_query` returns names exactly the entries it wrote that are children,
     /// sorted or not, on seeded random boxes (some inverted, some slots empty) and rays.

@@ -94,20 +94,7 @@ impl DecodedBox {
 mod tests {
     use super::super::box_query;
     use super::*;
-    use crate::wave::intersect::test_rng::xorshift;
-    use crate::wave::intersect::LaneRay;
-
-    /// A ray of extent 10 with direction, then origin, drawn from `unit`, and the inverse
-    /// direction a driver computes.
-    fn random_ray(unit: &mut impl FnMut() -> f32) -> LaneRay {
-        let dir = [unit(), unit(), unit()];
-        LaneRay {
-            extent: 10.0,
-            origin: [unit(), unit(), unit()],
-            dir,
-            inv_dir: dir.map(|d| 1.0 / d),
-        }
-    }
+    use crate::wave::intersect::test_rng::{random_ray, xorshift};
 
     /// An FP16 node laid out as the encoder writes a partly filled one (empty slots: NaN
     /// bounds, INVALID pointer) decodes to an `ordered` entry, so its queries take the fast

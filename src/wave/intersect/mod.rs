@@ -9,9 +9,10 @@
 //! token. No AVX-512 or FMA assumption.
 //!
 //! - A box query tests the lane's four child boxes at once: vector element c is child c
-//!   ([`box_query`]). The AVX2 kernels test two lanes ([`Avx2::box_query_pair`]) or eight
-//!   lanes at once, at one node or at eight ([`Avx2::box_query_eight`],
-//!   [`Avx2::box_query_eight_nodes`]), one lane per vector element.
+//!   ([`box_query`](fn@box_query)). The AVX2 kernels test two lanes
+//!   ([`Avx2::box_query_pair`]) or eight lanes at once, at one node or at eight
+//!   ([`Avx2::box_query_eight`], [`Avx2::box_query_eight_nodes`]), one lane per vector
+//!   element.
 //! - Triangle queries are gathered across lanes ([`TriangleBatch`]): vector element j is the
 //!   j-th lane that asked for a triangle, four lanes per test (eight in the AVX2 build); eight
 //!   lanes at one triangle are tested straight from their ray columns
@@ -110,7 +111,8 @@ impl Default for BoxResult {
     }
 }
 
-/// What [`Avx2::start_eight`](crate::wave::isa::Avx2::start_eight) computed for eight lanes, element k for lane k.
+/// What [`Avx2::start_eight`](crate::wave::isa::Avx2::start_eight) computed for eight lanes,
+/// element k for lane k.
 #[derive(Clone, Copy, Debug)]
 pub struct EightStarts {
     /// The driver's inverse directions (x, y, z), one IEEE division each.
@@ -130,6 +132,18 @@ pub(crate) mod test_rng {
             state ^= state >> 7;
             state ^= state << 17;
             state
+        }
+    }
+
+    /// A ray of extent 10 with direction, then origin, drawn from `unit`, and the inverse
+    /// direction a driver computes.
+    pub(crate) fn random_ray(unit: &mut impl FnMut() -> f32) -> super::LaneRay {
+        let dir = [unit(), unit(), unit()];
+        super::LaneRay {
+            extent: 10.0,
+            origin: [unit(), unit(), unit()],
+            dir,
+            inv_dir: dir.map(|d| 1.0 / d),
         }
     }
 }
