@@ -8,6 +8,7 @@ pub mod a16;
 pub mod box_test;
 pub mod descriptor;
 pub mod ij;
+pub mod instance;
 pub mod instruction;
 pub mod node;
 pub mod peak;
@@ -18,6 +19,7 @@ pub use a16::RayRegistersA16;
 pub use box_test::{intersect_box, intersect_box_node, sort_children, BoxRay, BoxTest};
 pub use descriptor::{BvhDescriptor, TriangleReturnMode};
 pub use ij::{ij_nibble, IjControl};
+pub use instance::InstanceFlags;
 pub use instruction::{
     image_bvh64_intersect_ray, image_bvh64_intersect_ray_a16, image_bvh_intersect_ray,
     image_bvh_intersect_ray_a16, miss_encoding, InactiveReason, IntersectResult, LaneOutcome,

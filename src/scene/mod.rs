@@ -30,12 +30,14 @@
 
 mod camera;
 mod file;
+mod instance;
 mod light;
 mod material;
 mod obj;
 mod texture;
 
 pub use camera::Camera;
+pub use instance::{BlasShape, SceneBlas, SceneInstance, SceneSphere};
 pub use light::{luminance, EnvMap, Environment, LightSample, Lights};
 pub use material::{Material, MaterialKind};
 pub use texture::{linear_to_srgb8, srgb_to_linear, Texture, TEXTURE_SWIZZLE_MODE};
@@ -115,7 +117,15 @@ pub struct Scene {
     pub spp: u32,
     /// Maximum path segments (camera ray = segment 1).
     pub max_depth: u32,
+    /// The triangles of a flat scene (one that has only `[[mesh]]` entries): one BVH, no
+    /// instances. Empty in a two-level scene.
     pub geometry: Geometry,
+    /// The BLASes of a two-level scene (one with `[[blas]]`, `[[spheres]]` or
+    /// `[[instance]]` entries), `[[mesh]]` entries first; empty in a flat scene.
+    pub blases: Vec<SceneBlas>,
+    /// The instances of a two-level scene, numbered `[[mesh]]` entries first, then
+    /// `[[instance]]` entries, in file order; empty in a flat scene.
+    pub instances: Vec<SceneInstance>,
     pub materials: Vec<Material>,
     pub textures: Vec<Texture>,
     pub environment: Environment,
@@ -132,6 +142,8 @@ impl Scene {
             spp: 16,
             max_depth: 8,
             geometry: Geometry::default(),
+            blases: Vec::new(),
+            instances: Vec::new(),
             materials: Vec::new(),
             textures: Vec::new(),
             environment: Environment::Constant(Vec3::ZERO),
@@ -148,6 +160,11 @@ impl Scene {
     /// from its directory.
     pub fn from_toml_str(text: &str, path: impl AsRef<Path>) -> Result<Scene> {
         file::parse(text, path.as_ref())
+    }
+
+    /// Whether the scene is two-level (instances of BLASes) rather than one flat mesh.
+    pub fn is_instanced(&self) -> bool {
+        !self.instances.is_empty()
     }
 
     /// Adds a material; returns its index.
