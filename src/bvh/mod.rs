@@ -50,6 +50,7 @@ pub mod metrics;
 pub mod optimize;
 pub mod query;
 pub mod split;
+pub mod two_level;
 pub mod validate;
 
 pub use image::BvhImage;

@@ -19,7 +19,10 @@ pub use a16::RayRegistersA16;
 pub use box_test::{intersect_box, intersect_box_node, sort_children, BoxRay, BoxTest};
 pub use descriptor::{BvhDescriptor, TriangleReturnMode};
 pub use ij::{ij_nibble, IjControl};
-pub use instance::InstanceFlags;
+pub use instance::{
+    GeometryFlags, InstanceFlags, InstanceNode, ProceduralNode, INSTANCE_NODE_TYPE,
+    PROCEDURAL_NODE_TYPE,
+};
 pub use instruction::{
     image_bvh64_intersect_ray, image_bvh64_intersect_ray_a16, image_bvh_intersect_ray,
     image_bvh_intersect_ray_a16, miss_encoding, InactiveReason, IntersectResult, LaneOutcome,
