@@ -584,7 +584,8 @@ fn hit_records_are_the_reference_hits_with_the_same_counters() {
                     let mut records = vec![
                         HitRecord {
                             t: -1.0,
-                            prim_id: 7
+                            prim_id: 7,
+                            instance: 9,
                         };
                         rays.len()
                     ];

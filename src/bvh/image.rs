@@ -16,8 +16,8 @@ pub struct BvhImage {
     pub triangle_node_ordinal: Vec<u32>,
     /// Per triangle slot `4 * o + k`: the primitive id, or `u32::MAX` for an unused slot.
     pub slot_primitive: Vec<u32>,
-    /// Per 64-byte block: the parent pointer of the box node starting there
-    /// (`NodePointer::INVALID` for the root and for other blocks).
+    /// Per 64-byte block: the parent pointer of the box or user node starting there
+    /// (`NodePointer::INVALID` for a root and for other blocks).
     pub box_parent: Vec<NodePointer>,
     /// Per triangle slot `4 * o + k`: the pointer of the box node referencing it.
     pub slot_parent: Vec<NodePointer>,
@@ -73,7 +73,9 @@ impl BvhImage {
     /// root and for pointers that name no node of this image.
     pub fn parent(&self, node_pointer: NodePointer) -> Option<NodePointer> {
         let p = node_pointer;
-        let parent = if p.is_box() {
+        let parent = if !p.is_triangle() {
+            // Box nodes, and the user nodes of two-level images (instance and procedural
+            // leaves), have one parent per block.
             *self.box_parent.get(p.address_64() as usize)?
         } else {
             *self.slot_parent.get(self.slot_of(node_pointer)?)?

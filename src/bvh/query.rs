@@ -166,6 +166,7 @@ fn accept(
         prim_id: prim,
         bary,
         front_face: t_denom > 0.0,
+        instance: Hit::NO_INSTANCE,
     })
 }
 

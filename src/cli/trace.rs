@@ -149,6 +149,7 @@ pub fn run(args: TraceArgs) -> Result<i32> {
         parallel: threads > 1,
         simd,
         schedule: args.schedule.schedule(),
+        ..WaveTracerConfig::default()
     };
     // The image moves into the tracer, which frees it once it has its aligned copy.
     let tracer = WaveTracer::from_image(built.image, &mesh, config);

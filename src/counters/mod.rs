@@ -13,6 +13,60 @@ pub mod report;
 use crate::hw::peak::{ConsoleConfig, SERIES_S, SERIES_X};
 use serde::Serialize;
 
+/// What the traversal shader did besides issuing the instruction: instance transitions and
+/// their cost, candidate hits, any-hit and intersection shaders, and the TLAS's share of
+/// the box queries (in a flat scene all zero). The TLAS has only box nodes that reach the
+/// TD, so its TD clocks are its box queries; the BLAS's are the rest.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct ShaderCounters {
+    /// Instance nodes the shader read (masked and culled instances included).
+    #[serde(rename = "shader.instance_nodes")]
+    pub instance_nodes: u64,
+    /// Instances entered: the ray transformed into object space, the BLAS traversed.
+    #[serde(rename = "shader.instance_transitions")]
+    pub instance_transitions: u64,
+    /// Bytes of instance nodes read (128 each).
+    #[serde(rename = "shader.instance_node_bytes")]
+    pub instance_node_bytes: u64,
+    /// ALU operations per lane for the ray transforms: 36 to enter an instance (origin 9
+    /// multiplies and 9 additions, direction 9 and 6, three reciprocals), 3 to leave it
+    /// (the world inverse direction again; origin and direction were kept).
+    #[serde(rename = "shader.transform_alu_ops")]
+    pub transform_alu_ops: u64,
+    /// Hits in range that survived the facing and opacity culls (each either committed at
+    /// once, opaque, or handed to the any-hit shader).
+    #[serde(rename = "shader.candidate_hits")]
+    pub candidate_hits: u64,
+    /// Any-hit shader calls (candidates on non-opaque geometry).
+    #[serde(rename = "shader.any_hit_invocations")]
+    pub any_hit_invocations: u64,
+    /// Intersection shader calls (procedural leaves reached).
+    #[serde(rename = "shader.intersection_invocations")]
+    pub intersection_invocations: u64,
+    /// Box queries of TLAS nodes (one TD clock each).
+    #[serde(rename = "tlas.box_queries")]
+    pub tlas_box_queries: u64,
+}
+
+impl ShaderCounters {
+    /// Adds `other` into `self`.
+    pub fn merge(&mut self, other: &ShaderCounters) {
+        self.instance_nodes += other.instance_nodes;
+        self.instance_transitions += other.instance_transitions;
+        self.instance_node_bytes += other.instance_node_bytes;
+        self.transform_alu_ops += other.transform_alu_ops;
+        self.candidate_hits += other.candidate_hits;
+        self.any_hit_invocations += other.any_hit_invocations;
+        self.intersection_invocations += other.intersection_invocations;
+        self.tlas_box_queries += other.tlas_box_queries;
+    }
+
+    /// Whether nothing was counted.
+    pub fn is_zero(&self) -> bool {
+        *self == ShaderCounters::default()
+    }
+}
+
 /// What one TD (texture-data block, the unit that runs `image_bvh_intersect_ray`) did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct TdCounters {
@@ -32,6 +86,9 @@ pub struct TdCounters {
     pub lanes_active: u64,
     /// Lanes the instructions could have used (wave width per instruction).
     pub lanes_available: u64,
+    /// The traversal shader's work for this TD's waves.
+    #[serde(flatten)]
+    pub shader: ShaderCounters,
 }
 
 impl TdCounters {
@@ -45,6 +102,7 @@ impl TdCounters {
         self.triangle_tests += other.triangle_tests;
         self.lanes_active += other.lanes_active;
         self.lanes_available += other.lanes_available;
+        self.shader.merge(&other.shader);
     }
 }
 
@@ -163,6 +221,9 @@ pub struct Counters {
     /// Lane slots never used by a ray (a partial last wave).
     #[serde(rename = "lanes.empty")]
     pub lanes_empty: u64,
+    /// The traversal shader's work (instances, candidates, any-hit, intersection shaders).
+    #[serde(flatten)]
+    pub shader: ShaderCounters,
     /// The same work split per TD, for both consoles.
     pub per_td: PerTd,
 }
@@ -191,6 +252,7 @@ impl Counters {
         self.lanes_nan += other.lanes_nan;
         self.lanes_inf_origin += other.lanes_inf_origin;
         self.lanes_empty += other.lanes_empty;
+        self.shader.merge(&other.shader);
         self.per_td.merge(&other.per_td);
     }
 

@@ -54,15 +54,20 @@ pub struct Hit {
     pub bary: [f32; 2],
     /// True when the triangle was hit on its front face (counter-clockwise as seen by the ray).
     pub front_face: bool,
+    /// The instance hit in a two-level scene ([`Hit::NO_INSTANCE`] in a flat one, and for a
+    /// miss); `prim_id` is then the primitive's index in the instance's BLAS.
+    pub instance: u32,
 }
 
 impl Hit {
     pub const NO_PRIMITIVE: u32 = u32::MAX;
+    pub const NO_INSTANCE: u32 = u32::MAX;
     pub const MISS: Hit = Hit {
         t: f32::INFINITY,
         prim_id: Hit::NO_PRIMITIVE,
         bary: [0.0; 2],
         front_face: false,
+        instance: Hit::NO_INSTANCE,
     };
 
     pub fn is_hit(&self) -> bool {
@@ -80,12 +85,15 @@ pub struct HitRecord {
     pub t: f32,
     /// Primitive id; [`Hit::NO_PRIMITIVE`] for a miss.
     pub prim_id: u32,
+    /// The instance in a two-level scene; [`Hit::NO_INSTANCE`] in a flat one and for a miss.
+    pub instance: u32,
 }
 
 impl HitRecord {
     pub const MISS: HitRecord = HitRecord {
         t: f32::INFINITY,
         prim_id: Hit::NO_PRIMITIVE,
+        instance: Hit::NO_INSTANCE,
     };
 
     pub fn is_hit(&self) -> bool {
@@ -99,6 +107,7 @@ impl From<&Hit> for HitRecord {
             HitRecord {
                 t: hit.t,
                 prim_id: hit.prim_id,
+                instance: hit.instance,
             }
         } else {
             HitRecord::MISS

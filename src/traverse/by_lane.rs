@@ -35,14 +35,14 @@
 
 use super::lane::{lane_ray, LaneHit, LaneOutput, LaneState};
 use super::lockstep::count_wave;
-use super::{PrimitiveIds, Query, Traversal, WaveRun};
-use crate::counters::Counters;
+use super::{PrimitiveIds, Query, RegisterChange, Traversal, WaveRun};
+use crate::counters::{Counters, ShaderCounters};
 use crate::hw::instruction::{InactiveReason, LaneOutcome};
 use crate::hw::NodePointer;
 use crate::math::Ray;
 use crate::wave::intersect::{LaneRay, TriangleBatch, TriangleRay};
 use crate::wave::isa::Isa;
-use crate::wave::td::{InstructionCost, LaneTotals, WaveCost};
+use crate::wave::td::{charge_shader, InstructionCost, LaneTotals, WaveCost};
 use crate::wave::{LaneRegisters, LaneResult, LaneStatus, Wave};
 
 /// What one lane did when run alone ([`WaveRun::run_lane_alone`]).
@@ -101,7 +101,7 @@ pub(super) struct AloneLane<'l, L> {
     pub trav: &'l mut L,
     pub node: NodePointer,
     pub regs: &'l mut LaneRay,
-    pub triangle_ray: &'l TriangleRay,
+    pub triangle_ray: &'l mut TriangleRay,
     pub hit: &'l mut LaneHit,
 }
 
@@ -132,6 +132,7 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
 
         let mut wave_steps = LaneSteps::default();
         let mut max_depth = 0usize;
+        let mut shader = ShaderCounters::default();
         let ByLaneScratch {
             lane,
             untested,
@@ -148,7 +149,7 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
             let mut regs = lane_ray(ray);
             hit.tmin = ray.tmin;
             hit.best_t = ray.tmax;
-            let tri_ray = TriangleRay::new(&regs);
+            let mut tri_ray = TriangleRay::new(&regs);
             let node = traversal.begin(lane, root);
             untested.clear();
             let run = self.run_lane_alone(
@@ -157,7 +158,7 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
                     trav: lane,
                     node,
                     regs: &mut regs,
-                    triangle_ray: &tri_ray,
+                    triangle_ray: &mut tri_ray,
                     hit: &mut hit,
                 },
                 LaneTally {
@@ -169,8 +170,10 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
             );
             wave_steps.add(run.steps, untested, tested);
             *o = hit.output(counters);
+            traversal.finish_lane(lane, &mut shader);
         }
         wave_steps.wave_cost(W, tested).charge(counters, wave_index);
+        charge_shader(counters, wave_index, &shader);
         counters.trav_max_stack_depth = counters.trav_max_stack_depth.max(max_depth as u64);
     }
 
@@ -202,7 +205,7 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
             triangle_ray,
             hit,
         } = lane;
-        let (mut ray, mut lane_hit) = (*regs, *hit);
+        let (mut ray, mut lane_hit, mut tri) = (*regs, *hit, *triangle_ray);
         let mut cost = InstructionCost::default();
         let (mut max_depth, mut hits_accepted) = (*tally.max_depth, 0u64);
         // The lane's triangle test (its rows are 640 bytes, zeroed once a run).
@@ -213,7 +216,7 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
             steps += 1;
             let registers = LaneRegisters {
                 ray: &ray,
-                triangle_ray,
+                triangle_ray: &tri,
                 active,
             };
             let result = intersector.execute(node, &registers, &mut triangles);
@@ -225,7 +228,8 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
                 }
                 LaneResult::Triangle(dwords) => {
                     let prim_id = || self.prim_id.primitive_id(node, &dwords);
-                    let accepted = lane_hit.offer(node, dwords, prim_id);
+                    let accepted =
+                        traversal.offer_triangle(trav, &mut lane_hit, node, dwords, prim_id);
                     if let Some(t) = accepted {
                         hits_accepted += 1;
                         ray.extent = t;
@@ -242,9 +246,23 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
                         max_depth = max_depth.max(traversal.stack_depth(trav));
                         break Some(reason);
                     }
-                    traversal.after_leaf(trav, node)
+                    if T::SHADER && outcome == LaneOutcome::UserNode {
+                        let step = traversal.user_node(trav, node, &mut ray, &mut lane_hit);
+                        if step.registers == RegisterChange::Ray {
+                            tri = TriangleRay::new(&ray);
+                        }
+                        step.next
+                    } else {
+                        traversal.after_leaf(trav, node)
+                    }
                 }
             };
+            if T::SHADER {
+                if let Some(world) = traversal.take_exit(trav) {
+                    (ray.origin, ray.dir, ray.inv_dir) = (world.origin, world.dir, world.inv_dir);
+                    tri = TriangleRay::new(&ray);
+                }
+            }
             max_depth = max_depth.max(traversal.stack_depth(trav));
             match next {
                 Some(p) => node = p,
@@ -253,6 +271,7 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
         };
         *regs = ray;
         *hit = lane_hit;
+        *triangle_ray = tri;
         tally.totals.cost.add(&cost);
         *tally.max_depth = max_depth;
         counters.trav_hits_accepted += hits_accepted;
@@ -286,15 +305,19 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
             exec &= exec - 1;
             let k = (i / W) & 1;
             untested.clear();
-            let state = &mut wave.state[i];
+            let LaneState {
+                trav,
+                hit,
+                triangle_ray,
+            } = &mut wave.state[i];
             let run = self.run_lane_alone(
                 isa,
                 AloneLane {
-                    trav: &mut state.trav,
+                    trav,
                     node: wave.node[i],
                     regs: &mut wave.ray[i],
-                    triangle_ray: &state.triangle_ray,
-                    hit: &mut state.hit,
+                    triangle_ray,
+                    hit,
                 },
                 LaneTally {
                     totals: &mut wave_steps[k].totals,
@@ -306,7 +329,7 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'_, T, P> {
             wave_steps[k].add(run.steps, &untested, &mut tested[k]);
             // Every step but the free ones cost one clock: those before this call (the
             // lockstep loop's count) and the tested ones of this call (`hit.clocks`).
-            let hit = &mut state.hit;
+            let hit = &mut wave.state[i].hit;
             hit.clocks += steps - hit.free_steps;
             let status = match run.deactivated {
                 Some(reason) => LaneStatus::Deactivated(reason),

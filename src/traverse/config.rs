@@ -1,6 +1,7 @@
 //! How a [`WaveTracer`](super::WaveTracer) runs: the traversal strategy, the build of the
 //! wave loop, the schedule of a wave's lanes, the wave width and the console.
 
+use super::dxr::RayFlags;
 use super::short_stack::{ChildOrder, CountedTraversal, TrailStack, WalkBack};
 use super::{FullStack, LeafChains};
 use crate::bvh::BvhImage;
@@ -212,6 +213,13 @@ pub struct WaveTracerConfig {
     pub simd: SimdPath,
     /// The host's order of a wave's lanes (results are the same for every schedule).
     pub schedule: Schedule,
+    /// DXR ray flags of closest-hit queries (`trace`, `bench`, camera and bounce rays).
+    pub ray_flags: RayFlags,
+    /// DXR ray flags of any-hit queries (shadow rays), besides the accept-first-hit that
+    /// makes them any-hit queries.
+    pub shadow_ray_flags: RayFlags,
+    /// The instance inclusion mask (ANDed with each instance's mask).
+    pub instance_mask: u8,
 }
 
 impl Default for WaveTracerConfig {
@@ -223,6 +231,9 @@ impl Default for WaveTracerConfig {
             parallel: true,
             simd: SimdPath::Auto,
             schedule: Schedule::default(),
+            ray_flags: RayFlags::NONE,
+            shadow_ray_flags: RayFlags::NONE,
+            instance_mask: 0xFF,
         }
     }
 }

@@ -17,6 +17,8 @@ pub struct LaneHit {
     pub best: Option<(NodePointer, [u32; 4])>,
     /// Primitive id of the accepted triangle.
     pub best_prim: u32,
+    /// Instance of the accepted hit (`u32::MAX` in a flat scene).
+    pub best_instance: u32,
     /// TD clocks this lane's ray cost. The lockstep wave loop sets it when the lane retires,
     /// from the steps the lane issued and [`Self::free_steps`] (each other step cost one
     /// clock), rather than counting on every step.
@@ -33,6 +35,7 @@ impl Default for LaneHit {
             best_t: f32::INFINITY,
             best: None,
             best_prim: u32::MAX,
+            best_instance: u32::MAX,
             clocks: 0,
             free_steps: 0,
         }
@@ -77,6 +80,7 @@ impl LaneHit {
         LaneOutput {
             best: self.best,
             prim_id: self.best_prim,
+            instance: self.best_instance,
             t: self.best_t,
             clocks: self.clocks,
         }
@@ -111,6 +115,8 @@ pub struct LaneOutput {
     pub best: Option<(NodePointer, [u32; 4])>,
     /// Its primitive id.
     pub prim_id: u32,
+    /// Its instance (`u32::MAX` in a flat scene).
+    pub instance: u32,
     /// Closest t (meaningful only with `best`).
     pub t: f32,
     /// TD clocks the ray cost.
@@ -120,6 +126,7 @@ pub struct LaneOutput {
 /// Turns a lane's accepted triangle into a [`Hit`] (mode 1 dwords give barycentrics:
 /// `I / t_denom`, `J / t_denom`; front face = `t_denom > 0`, `semantics.md` 7.3).
 pub fn hit_from_dwords(t: f32, prim_id: u32, dwords: [u32; 4], barycentrics: bool) -> Hit {
+    // (The instance, when there is one, is the caller's to set.)
     let t_denom = f32::from_bits(dwords[1]);
     let bary = if barycentrics {
         [
@@ -134,5 +141,6 @@ pub fn hit_from_dwords(t: f32, prim_id: u32, dwords: [u32; 4], barycentrics: boo
         prim_id,
         bary,
         front_face: t_denom > 0.0,
+        instance: Hit::NO_INSTANCE,
     }
 }

@@ -21,6 +21,7 @@
 mod by_lane;
 mod chains;
 mod config;
+pub mod dxr;
 mod lane;
 mod lockstep;
 pub mod rayfile;
@@ -30,6 +31,7 @@ mod start;
 pub mod stream;
 mod tracer;
 mod traversal;
+pub mod two_level;
 
 pub use chains::LeafChains;
 pub use config::{Schedule, SimdPath, Strategy, StrategyVisitor, WaveTracerConfig};
@@ -40,7 +42,7 @@ pub use start::{start_lane, start_lane_checked, LaneStart};
 pub use tracer::WaveTracer;
 #[cfg(test)]
 pub(crate) use traversal::RawSteps;
-pub use traversal::Traversal;
+pub use traversal::{RegisterChange, Traversal, UserNodeStep, WorldRay};
 
 use crate::hw::NodePointer;
 use crate::wave::WaveIntersector;

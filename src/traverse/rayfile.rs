@@ -87,11 +87,46 @@ pub fn parse_hits(path: &Path, bytes: &[u8]) -> Result<Vec<(f32, u32)>> {
 pub fn encode_hits(records: &[HitRecord]) -> Vec<u8> {
     let mut out = Vec::with_capacity(records.len() * HIT_BYTES);
     for r in records {
-        let HitRecord { t, prim_id } = if r.is_hit() { *r } else { HitRecord::MISS };
+        let HitRecord { t, prim_id, .. } = if r.is_hit() { *r } else { HitRecord::MISS };
         out.extend_from_slice(&t.to_le_bytes());
         out.extend_from_slice(&prim_id.to_le_bytes());
     }
     out
+}
+
+/// Bytes of one hit record of a scene (two-level or flat): f32 t, u32 instance index, u32
+/// primitive index within the instance's mesh.
+pub const SCENE_HIT_BYTES: usize = 12;
+
+/// Encodes hit records as scene hit-file bytes (a miss: +inf, 0xFFFFFFFF, 0xFFFFFFFF).
+pub fn encode_scene_hits(records: &[HitRecord]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(records.len() * SCENE_HIT_BYTES);
+    for r in records {
+        let r = if r.is_hit() { *r } else { HitRecord::MISS };
+        out.extend_from_slice(&r.t.to_le_bytes());
+        out.extend_from_slice(&r.instance.to_le_bytes());
+        out.extend_from_slice(&r.prim_id.to_le_bytes());
+    }
+    out
+}
+
+/// Parses scene hit-file bytes into `(t, instance, primitive)` triples.
+pub fn parse_scene_hits(path: &Path, bytes: &[u8]) -> Result<Vec<(f32, u32, u32)>> {
+    if !bytes.len().is_multiple_of(SCENE_HIT_BYTES) {
+        return Err(Error::parse(
+            path,
+            0,
+            format!(
+                "scene hit file is {} bytes, not a multiple of {SCENE_HIT_BYTES}",
+                bytes.len()
+            ),
+        ));
+    }
+    let word = |h: &[u8], i: usize| u32::from_le_bytes([h[i], h[i + 1], h[i + 2], h[i + 3]]);
+    Ok(bytes
+        .chunks_exact(SCENE_HIT_BYTES)
+        .map(|h| (f32::from_bits(word(h, 0)), word(h, 4), word(h, 8)))
+        .collect())
 }
 
 #[cfg(test)]
@@ -117,12 +152,14 @@ mod tests {
         let miss = HitRecord {
             t: 3.0,
             prim_id: u32::MAX,
+            instance: 4,
         };
         let hit = HitRecord::from(&Hit {
             t: 2.5,
             prim_id: 7,
             bary: [0.25, 0.5],
             front_face: true,
+            instance: 3,
         });
         let bytes = encode_hits(&[HitRecord::from(&Hit::MISS), miss, hit]);
         let h = parse_hits(Path::new("h"), &bytes).unwrap();
@@ -134,5 +171,9 @@ mod tests {
                 (2.5, 7)
             ]
         );
+        let bytes = encode_scene_hits(&[miss, hit]);
+        let h = parse_scene_hits(Path::new("s"), &bytes).unwrap();
+        assert_eq!(h, vec![(f32::INFINITY, u32::MAX, u32::MAX), (2.5, 3, 7)]);
+        assert!(parse_scene_hits(Path::new("s"), &bytes[..13]).is_err());
     }
 }

@@ -294,6 +294,9 @@ pub struct WalkBackLane {
     overflowed: bool,
     /// Walking back: the node whose subtree is finished (the lane asked for its parent).
     from: Option<NodePointer>,
+    /// The node the walk began at: a walk back ends there (the image's root, or the node
+    /// an instance's BLAS walk entered at, which may be interior with rebraiding).
+    root: NodePointer,
     events: LaneEvents,
 }
 
@@ -341,6 +344,12 @@ impl<'a> WalkBack<'a> {
     }
 
     fn walk_up(&self, lane: &mut WalkBackLane, from: NodePointer) -> Option<NodePointer> {
+        if from == lane.root && self.image.parent(from).is_some() {
+            // An interior entry node (a rebraided instance's): the walk ends without reading
+            // its parent, as GPURT compares with `lastInstanceNode` first. A root's parent is
+            // read (INVALID), as on the hardware.
+            return None;
+        }
         lane.events.parent_reads += 1;
         let parent = self.image.parent(from)?;
         lane.events.restarts += 1;
@@ -360,6 +369,7 @@ impl Traversal for WalkBack<'_> {
         lane.stack.clear();
         lane.overflowed = false;
         lane.from = None;
+        lane.root = root;
         root
     }
 

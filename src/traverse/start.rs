@@ -56,14 +56,7 @@ pub fn start_lane_checked<const W: usize, T: Traversal>(
         let registers = lane_ray(ray);
         let start = LaneStart {
             active: ray_is_active(&registers),
-            // Finite and not zero: magnitude bits in 1..=0x7F7F_FFFF (branch-free: the
-            // lazy `all(is_finite && != 0)` cost three data-dependent branches a ray).
-            finite_slopes: registers
-                .inv_dir
-                .map(|r| (r.to_bits() & 0x7fff_ffff).wrapping_sub(1))
-                .into_iter()
-                .fold(0, u32::max)
-                < 0x7f7f_ffff,
+            finite_slopes: has_finite_slopes(&registers.inv_dir),
         };
         wave.activate(i, first, registers);
         wave.state[i].triangle_ray = TriangleRay::new(&wave.ray[i]);
@@ -73,6 +66,18 @@ pub fn start_lane_checked<const W: usize, T: Traversal>(
     } else {
         None
     }
+}
+
+/// Whether every inverse-direction component is finite and not zero ([`LaneStart::finite_slopes`]):
+/// magnitude bits in 1..=0x7F7F_FFFF, branch-free (the lazy `all(is_finite && != 0)` cost
+/// three data-dependent branches a ray).
+#[inline(always)]
+pub(crate) fn has_finite_slopes(inv_dir: &[f32; 3]) -> bool {
+    inv_dir
+        .map(|r| (r.to_bits() & 0x7fff_ffff).wrapping_sub(1))
+        .into_iter()
+        .fold(0, u32::max)
+        < 0x7f7f_ffff
 }
 
 /// Starts lanes `first..first + 8` for `rays` at once, when all eight start and the

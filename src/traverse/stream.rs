@@ -10,11 +10,15 @@
 //! instruction, so lanes idle only at the end of the stream (persistent waves).
 
 use super::short_stack::{CountedTraversal, LaneEvents};
-use super::{start_lane, LaneHit, LaneOutput, LaneState, PrimitiveIds, Query, WaveRun};
-use crate::counters::Counters;
+use super::{
+    start_lane, LaneHit, LaneOutput, LaneState, PrimitiveIds, Query, RegisterChange, WaveRun,
+};
+use crate::counters::{Counters, ShaderCounters};
 use crate::hw::instruction::LaneOutcome;
 use crate::hw::pointer::NodePointer;
 use crate::math::Ray;
+use crate::wave::intersect::TriangleRay;
+use crate::wave::td::charge_shader;
 use crate::wave::{td, LaneStatus, Wave, WaveResults};
 
 /// What a stream measured besides [`Counters`].
@@ -225,10 +229,21 @@ impl<'s, 'a, T: CountedTraversal, P: PrimitiveIds + ?Sized, const W: usize>
             }
             let next = if ty.is_box() {
                 traversal.after_box(&mut lane.trav, node, dwords.map(NodePointer::from_u32))
+            } else if T::SHADER && outcome == LaneOutcome::UserNode {
+                let step =
+                    traversal.user_node(&mut lane.trav, node, &mut wave.ray[i], &mut lane.hit);
+                if step.registers == RegisterChange::Ray {
+                    lane.triangle_ray = TriangleRay::new(&wave.ray[i]);
+                }
+                step.next
             } else {
                 let tested = ty.triangle_index().is_some() && outcome == LaneOutcome::Tested;
                 let prim = || prim_id.primitive_id(node, &dwords);
-                let accepted = tested.then(|| lane.hit.offer(node, dwords, prim)).flatten();
+                let accepted = tested
+                    .then(|| {
+                        traversal.offer_triangle(&mut lane.trav, &mut lane.hit, node, dwords, prim)
+                    })
+                    .flatten();
                 if let Some(t) = accepted {
                     tally.counters.trav_hits_accepted += 1;
                     wave.ray[i].extent = t;
@@ -239,6 +254,13 @@ impl<'s, 'a, T: CountedTraversal, P: PrimitiveIds + ?Sized, const W: usize>
                     traversal.after_leaf(&mut lane.trav, node)
                 }
             };
+            if T::SHADER {
+                if let Some(world) = traversal.take_exit(&mut lane.trav) {
+                    let ray = &mut wave.ray[i];
+                    (ray.origin, ray.dir, ray.inv_dir) = (world.origin, world.dir, world.inv_dir);
+                    lane.triangle_ray = TriangleRay::new(ray);
+                }
+            }
             let depth = traversal.stack_depth(&lane.trav);
             self.max_depth = self.max_depth.max(depth);
             tally.stats.stack_depth_sum += depth as u64;
@@ -260,6 +282,11 @@ fn finish_lane<const W: usize, T: CountedTraversal>(
     tally: &mut StreamTally,
 ) {
     *out = wave.state[i].hit.output(&mut tally.counters);
+    if T::SHADER {
+        let mut shader = ShaderCounters::default();
+        traversal.finish_lane(&wave.state[i].trav, &mut shader);
+        charge_shader(&mut tally.counters, wave.index, &shader);
+    }
     let events = traversal.take_events(&mut wave.state[i].trav);
     tally.stats.node_bytes += 4 * events.parent_reads;
     tally.stats.events.merge(&events);

@@ -9,11 +9,14 @@
 
 use super::by_lane::ByLaneScratch;
 use super::config::{Schedule, StrategyVisitor, WaveTracerConfig};
+use super::dxr::{AcceptAll, AnyHit, RayFlags};
 use super::lane::{hit_from_dwords, LaneOutput, LaneState};
 use super::lockstep::{LockstepBlock, LockstepLanes};
 use super::short_stack::{ChildOrder, CountedTraversal};
+use super::two_level::{SceneShader, TwoLevel};
 use super::{PrimitiveIds, Query, Traversal, WaveRun};
 use crate::bvh::query::barycentrics_f64;
+use crate::bvh::two_level::{affine_f64, BlasGeometry, Sphere, TwoLevelBvh, TwoLevelInput};
 use crate::bvh::{BvhImage, Mesh};
 use crate::counters::Counters;
 use crate::hw::descriptor::{BvhDescriptor, TriangleReturnMode};
@@ -23,6 +26,7 @@ use crate::wave::intersect::RayColumns;
 use crate::wave::isa::{Isa, IsaKernel, Portable};
 use crate::wave::{BvhMemory, NodeCache, Tracer, Wave, WaveIntersector, WaveWidth};
 use rayon::prelude::*;
+use std::sync::Arc;
 
 /// Waves per parallel block.
 pub const CHUNK_WAVES: usize = 16;
@@ -71,7 +75,24 @@ pub struct WaveTracer {
     /// The image's side tables without its bytes, kept for a strategy that reads parent
     /// pointers ([`Strategy::needs_parents`](super::Strategy::needs_parents)).
     tables: Option<BvhImage>,
+    /// A two-level image's scene: what the shader reads beside the image.
+    scene: Option<SceneTables>,
+    /// The any-hit shader for non-opaque geometry (default: accept every candidate).
+    any_hit: Option<Arc<dyn AnyHit + Send + Sync>>,
     config: WaveTracerConfig,
+}
+
+/// What a two-level image's traversal shader reads beside the image ([`SceneShader`]).
+struct SceneTables {
+    tlas_blocks: u64,
+    instance_blas: Vec<u32>,
+    blas_opaque: Vec<bool>,
+    spheres: Vec<Vec<Sphere>>,
+    /// Per BLAS, its mesh when return mode 0 needs it for barycentrics.
+    meshes: Vec<Option<Mesh>>,
+    /// Per instance, its object-to-world matrix when return mode 0 needs it (the
+    /// barycentrics of the triangle moved into world space, where the ray is).
+    object_to_world: Vec<[[f32; 4]; 3]>,
 }
 
 /// The primitive-id map: the image's own table (called directly, inlined into the wave
@@ -238,6 +259,18 @@ impl WaveTracer {
         prim_ids: Ids,
         config: WaveTracerConfig,
     ) -> WaveTracer {
+        let root = parts.root;
+        WaveTracer::with_image_roots(image, parts, &[root], prim_ids, config)
+    }
+
+    /// The tracer over `image`, with its node cache built from `roots`.
+    fn with_image_roots(
+        image: AlignedImage,
+        parts: ImageParts,
+        roots: &[NodePointer],
+        prim_ids: Ids,
+        config: WaveTracerConfig,
+    ) -> WaveTracer {
         let ImageParts {
             va,
             descriptor,
@@ -247,7 +280,7 @@ impl WaveTracer {
             bytes: image.bytes(),
             va,
         };
-        let mut cache = NodeCache::build(&memory, &descriptor, root);
+        let mut cache = NodeCache::build_from(&memory, &descriptor, roots);
         if let Ids::Image(ids) = &prim_ids {
             cache.set_primitive_ids(|block, k| {
                 ids.table
@@ -266,7 +299,118 @@ impl WaveTracer {
             mesh: None,
             leaf_chains: false,
             tables: None,
+            scene: None,
+            any_hit: None,
             config,
+        }
+    }
+
+    /// A tracer over a two-level image ([`crate::bvh::two_level`]), taking it: the TLAS
+    /// over instances of triangle and procedural BLASes, traced by the two-level shader
+    /// ([`TwoLevel`]) around the configured strategy. `input` gives the BLAS meshes (for
+    /// return mode 0's barycentrics).
+    pub fn two_level(
+        mut bvh: TwoLevelBvh,
+        input: &TwoLevelInput,
+        config: WaveTracerConfig,
+    ) -> WaveTracer {
+        let image = &mut bvh.image;
+        let ids = ImageIds::new(image, u32::MAX);
+        let aligned = AlignedImage::new(&image.bytes);
+        image.bytes = Vec::new();
+        let tables = config.strategy.needs_parents().then(|| side_tables(image));
+        let parts = ImageParts {
+            va: 0,
+            descriptor: image.descriptor,
+            root: image.root,
+        };
+        let mut roots = vec![image.root];
+        roots.extend(bvh.blases.iter().map(|b| b.root));
+        let mut tracer =
+            WaveTracer::with_image_roots(aligned, parts, &roots, Ids::Image(ids), config);
+        let mode_0 = image.descriptor.triangle_return_mode == TriangleReturnMode::TriangleId;
+        tracer.leaf_chains = image.leaf_chains;
+        tracer.tables = tables;
+        tracer.scene = Some(SceneTables {
+            tlas_blocks: bvh.tlas.blocks,
+            instance_blas: bvh.instance_blas,
+            blas_opaque: bvh.blases.iter().map(|b| b.opaque).collect(),
+            spheres: bvh.spheres,
+            meshes: input
+                .blases
+                .iter()
+                .map(|b| match (&b.geometry, mode_0) {
+                    (BlasGeometry::Triangles(mesh), true) => Some(mesh.clone()),
+                    _ => None,
+                })
+                .collect(),
+            object_to_world: if mode_0 {
+                input.instances.iter().map(|i| i.object_to_world).collect()
+            } else {
+                Vec::new()
+            },
+        });
+        tracer
+    }
+
+    /// Sets the any-hit shader run on candidate hits of non-opaque geometry (DXR's; the
+    /// default accepts every candidate).
+    pub fn set_any_hit(&mut self, any_hit: Arc<dyn AnyHit + Send + Sync>) {
+        self.any_hit = Some(any_hit);
+    }
+
+    /// Whether the tracer traces a two-level image.
+    pub fn is_two_level(&self) -> bool {
+        self.scene.is_some()
+    }
+
+    /// Whether a query runs the DXR shader rather than the plain strategy: a two-level
+    /// image, or ray flags.
+    fn uses_shader(&self, query: Query) -> bool {
+        self.scene.is_some() || self.flags(query) != RayFlags::NONE
+    }
+
+    /// The ray flags of a query.
+    fn flags(&self, query: Query) -> RayFlags {
+        match query {
+            Query::ClosestHit => self.config.ray_flags,
+            Query::AnyHit => self.config.shadow_ray_flags,
+        }
+    }
+
+    /// The shader of a query over this tracer's image.
+    fn scene_shader(&self, query: Query) -> SceneShader<'_> {
+        let flags = self.flags(query);
+        let empty: (&[u32], &[bool], &[Vec<Sphere>], u64) = (&[], &[], &[], 0);
+        let (instance_blas, blas_opaque, spheres, tlas_blocks) = match &self.scene {
+            Some(s) => (
+                &s.instance_blas[..],
+                &s.blas_opaque[..],
+                &s.spheres[..],
+                s.tlas_blocks,
+            ),
+            None => empty,
+        };
+        SceneShader {
+            memory: BvhMemory {
+                bytes: self.image.bytes(),
+                va: self.va,
+            },
+            descriptor: self.descriptor,
+            flags,
+            mask: self.config.instance_mask,
+            end_on_first_hit: query == Query::AnyHit
+                || flags.contains(RayFlags::ACCEPT_FIRST_HIT_AND_END_SEARCH),
+            tlas_blocks,
+            instance_blas,
+            blas_opaque,
+            spheres,
+            flat_opaque: true,
+            barycentrics: self.descriptor.triangle_return_mode == TriangleReturnMode::Barycentrics,
+            any_hit: match &self.any_hit {
+                Some(a) => &**a,
+                None => &AcceptAll,
+            },
         }
     }
 
@@ -323,6 +467,15 @@ impl WaveTracer {
         counters: &mut Counters,
     ) {
         assert_eq!(rays.len(), out.len(), "one output per ray");
+        // A closest-hit query whose flags accept the first hit ends as an any-hit one.
+        let query = if self
+            .flags(query)
+            .contains(RayFlags::ACCEPT_FIRST_HIT_AND_END_SEARCH)
+        {
+            Query::AnyHit
+        } else {
+            query
+        };
         let job = TraceJob {
             rays,
             query,
@@ -480,13 +633,35 @@ impl WaveTracer {
                     dwords,
                     self.descriptor.triangle_return_mode == TriangleReturnMode::Barycentrics,
                 );
-                if let Some(mesh) = &self.mesh {
-                    hit.bary = barycentrics_f64(ray, mesh.triangle(o.prim_id));
+                hit.instance = o.instance;
+                if let Some(triangle) = self.mode_0_triangle(o) {
+                    hit.bary = barycentrics_f64(ray, triangle);
                 }
                 hit
             }
             None => Hit::MISS,
         }
+    }
+}
+
+impl WaveTracer {
+    /// In return mode 0, the world-space triangle of a triangle hit (for its barycentrics,
+    /// which the dwords do not carry); `None` in mode 1 and for procedural hits.
+    fn mode_0_triangle(&self, o: &LaneOutput) -> Option<[[f32; 3]; 3]> {
+        if o.best.is_some_and(|(p, _)| p.is_user()) {
+            return None;
+        }
+        let Some(scene) = &self.scene else {
+            return self.mesh.as_ref().map(|mesh| mesh.triangle(o.prim_id));
+        };
+        let blas = *scene.instance_blas.get(o.instance as usize)?;
+        let mesh = scene.meshes.get(blas as usize)?.as_ref()?;
+        let m = scene.object_to_world.get(o.instance as usize)?;
+        let (a, t) = affine_f64(m);
+        Some(mesh.triangle(o.prim_id).map(|v| {
+            let w = a * glam::DVec3::new(v[0] as f64, v[1] as f64, v[2] as f64) + t;
+            [w.x as f32, w.y as f32, w.z as f32]
+        }))
     }
 }
 
@@ -502,9 +677,21 @@ impl<O: Send, C: Fn(&Ray, &LaneOutput, &mut O) + Sync> StrategyVisitor for Trace
 
     fn visit<T: CountedTraversal>(self, traversal: T) {
         let TraceWith { tracer, job } = self;
-        match tracer.config.wave {
-            WaveWidth::W32 => tracer.run::<32, 64, _, O>(&traversal, job),
-            WaveWidth::W64 => tracer.run::<64, 64, _, O>(&traversal, job),
+        if tracer.uses_shader(job.query) {
+            let shader = tracer.scene_shader(job.query);
+            let traversal = TwoLevel {
+                inner: traversal,
+                shader: &shader,
+            };
+            match tracer.config.wave {
+                WaveWidth::W32 => tracer.run::<32, 64, _, O>(&traversal, job),
+                WaveWidth::W64 => tracer.run::<64, 64, _, O>(&traversal, job),
+            }
+        } else {
+            match tracer.config.wave {
+                WaveWidth::W32 => tracer.run::<32, 64, _, O>(&traversal, job),
+                WaveWidth::W64 => tracer.run::<64, 64, _, O>(&traversal, job),
+            }
         }
     }
 }
@@ -645,6 +832,7 @@ impl Tracer for WaveTracer {
                     Some(_) => HitRecord {
                         t: o.t,
                         prim_id: o.prim_id,
+                        instance: o.instance,
                     },
                     None => HitRecord::MISS,
                 }

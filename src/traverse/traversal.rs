@@ -1,7 +1,37 @@
 //! The traversal strategy: what a lane's shader does with the dwords the instruction returns.
 
+use super::LaneHit;
+use crate::counters::ShaderCounters;
 use crate::hw::NodePointer;
+use crate::wave::intersect::LaneRay;
 use crate::wave::isa::Isa;
+
+/// What changed in a lane's registers when the shader handled a user node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RegisterChange {
+    /// Nothing.
+    Kept,
+    /// The extent (an accepted procedural hit).
+    Extent,
+    /// Origin, direction and inverse direction (the ray entered an instance).
+    Ray,
+}
+
+/// What the shader made of a user node: the lane's next node (`None`: the lane is done)
+/// and what changed in its registers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UserNodeStep {
+    pub next: Option<NodePointer>,
+    pub registers: RegisterChange,
+}
+
+/// A lane's world-space ray, saved while it traverses an instance's BLAS.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct WorldRay {
+    pub origin: [f32; 3],
+    pub dir: [f32; 3],
+    pub inv_dir: [f32; 3],
+}
 
 /// A traversal strategy: the per-lane part of a traversal shader.
 ///
@@ -57,6 +87,56 @@ pub trait Traversal: Sync {
     /// near the root), and gives the other seven the state ([`Traversal::copy_lane`]) when
     /// they part.
     const SHARES_LANES: bool = false;
+
+    /// Whether this is a traversal shader beyond the strategy: two-level scenes, ray flags,
+    /// any-hit ([`super::two_level::TwoLevel`]). The wave loops then hand it user nodes
+    /// ([`Traversal::user_node`]) and restore the registers it gives back
+    /// ([`Traversal::take_exit`]); for a plain strategy that code is compiled out.
+    const SHADER: bool = false;
+
+    /// A tested triangle's dwords: accept the hit or not (range, tie-break, and for a shader
+    /// facing, opacity and any-hit). Returns the new closest t when accepted. By default
+    /// [`LaneHit::offer`].
+    #[inline(always)]
+    fn offer_triangle(
+        &self,
+        _lane: &mut Self::Lane,
+        hit: &mut LaneHit,
+        node: NodePointer,
+        dwords: [u32; 4],
+        prim: impl FnOnce() -> u32,
+    ) -> Option<f32> {
+        hit.offer(node, dwords, prim)
+    }
+
+    /// A user node (types 6 and 7) came back untested. By default a leaf
+    /// ([`Traversal::after_leaf`]); a shader enters instances (changing `regs`) and runs
+    /// intersection shaders (which may accept a hit into `hit`).
+    #[inline(always)]
+    fn user_node(
+        &self,
+        lane: &mut Self::Lane,
+        node: NodePointer,
+        _regs: &mut LaneRay,
+        _hit: &mut LaneHit,
+    ) -> UserNodeStep {
+        UserNodeStep {
+            next: self.after_leaf(lane, node),
+            registers: RegisterChange::Kept,
+        }
+    }
+
+    /// The world ray to restore if the lane left an instance since the last call (its
+    /// extent, the closest t, is the same in both spaces).
+    #[inline(always)]
+    fn take_exit(&self, _lane: &mut Self::Lane) -> Option<WorldRay> {
+        None
+    }
+
+    /// Adds what the lane's shader did for its ray to `counters` (called once per ray, when
+    /// it is done).
+    #[inline(always)]
+    fn finish_lane(&self, _lane: &Self::Lane, _counters: &mut ShaderCounters) {}
 
     /// Makes `to` the state `from` has. Called only when [`Traversal::SHARES_LANES`], so a
     /// strategy that shares lanes must give it; the default is never reached (a silent

@@ -15,7 +15,7 @@
 //! one run reports both.
 
 use super::instruction::LaneResult;
-use crate::counters::{Counters, TdCounters};
+use crate::counters::{Counters, ShaderCounters, TdCounters};
 use crate::hw::instruction::{InactiveReason, LaneOutcome};
 use crate::hw::peak::ConsoleConfig;
 
@@ -181,6 +181,7 @@ impl WaveCost {
             triangle_tests: cost.triangle_tests,
             lanes_active: clocks,
             lanes_available: width as u64,
+            shader: ShaderCounters::default(),
         });
     }
 
@@ -222,6 +223,7 @@ impl WaveCost {
                 triangle_tests: cost.triangle_tests,
                 lanes_active: clocks,
                 lanes_available: width as u64 * charged,
+                shader: ShaderCounters::default(),
             },
         }
     }
@@ -253,6 +255,20 @@ impl WaveCost {
         let x = (wave_index % counters.per_td.series_x.len() as u64) as usize;
         counters.per_td.series_x[x].merge(td);
     }
+}
+
+/// Charges the traversal shader's work of wave `wave_index` to `counters`: totals, and the
+/// wave's TD on both consoles (nothing when there is none).
+pub fn charge_shader(counters: &mut Counters, wave_index: u64, shader: &ShaderCounters) {
+    if shader.is_zero() {
+        return;
+    }
+    counters.shader.merge(shader);
+    counters.per_td.ensure_len();
+    let s = (wave_index % counters.per_td.series_s.len() as u64) as usize;
+    counters.per_td.series_s[s].shader.merge(shader);
+    let x = (wave_index % counters.per_td.series_x.len() as u64) as usize;
+    counters.per_td.series_x[x].shader.merge(shader);
 }
 
 /// What the lanes of one wave did, summed over lanes and steps (the lane-by-lane schedule

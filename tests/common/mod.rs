@@ -55,6 +55,7 @@ impl BruteForceTracer {
                     prim_id: i as u32,
                     bary: [u as f32, v as f32],
                     front_face: det > 0.0,
+                    instance: Hit::NO_INSTANCE,
                 };
                 if any {
                     break;

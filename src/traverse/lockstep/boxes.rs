@@ -96,6 +96,7 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized, I: Isa, const W: usize, const H: us
     pub(super) fn consume_box_results(
         &mut self,
         wave: &mut Wave<H, LaneState<T::Lane>>,
+        columns: &mut RayColumns,
         step: &mut Step,
     ) {
         while step.tested != 0 {
@@ -107,7 +108,7 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized, I: Isa, const W: usize, const H: us
             let trav = &mut wave.state[i].trav;
             let next = traversal.after_box_masked(self.isa, trav, node, children, valid);
             self.max_depth = self.max_depth.max(traversal.stack_depth(trav));
-            self.go_on(wave, i, next);
+            self.go_on(wave, columns, i, next);
         }
     }
 

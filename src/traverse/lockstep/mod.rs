@@ -26,15 +26,16 @@ mod boxes;
 mod triangles;
 
 use super::lane::{LaneOutput, LaneState};
-use super::start::StartLanes;
+use super::start::{has_finite_slopes, StartLanes};
+use super::traversal::RegisterChange;
 use super::{PrimitiveIds, Traversal, WaveRun};
-use crate::counters::Counters;
+use crate::counters::{Counters, ShaderCounters};
 use crate::hw::instruction::LaneOutcome;
 use crate::hw::NodePointer;
 use crate::math::Ray;
-use crate::wave::intersect::{BoxResult, RayColumns};
+use crate::wave::intersect::{BoxResult, RayColumns, TriangleRay};
 use crate::wave::isa::{Isa, IsaKernel};
-use crate::wave::td::{StepCost, WaveCost};
+use crate::wave::td::{charge_shader, StepCost, WaveCost};
 use crate::wave::{LaneResult, LaneStatus, Wave};
 use triangles::{Gathered, TriangleHit};
 
@@ -235,7 +236,7 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized, I: Isa, const W: usize, const H: us
         self.batch.start_step();
         self.retire_rejected(wave, &mut step);
         self.test_box_lanes(wave, columns, &mut step);
-        self.consume_box_results(wave, &mut step);
+        self.consume_box_results(wave, columns, &mut step);
         self.test_triangle_lanes(wave, columns, &mut step);
         self.charge_step(step.cost, issued);
     }
@@ -290,11 +291,36 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized, I: Isa, const W: usize, const H: us
         for (i, o) in out.iter_mut().enumerate() {
             *o = wave.state[i].hit.output(counters);
         }
+        if T::SHADER {
+            let mut shader = [ShaderCounters::default(); 2];
+            for i in 0..out.len() {
+                let k = Self::wave_of(i);
+                self.run
+                    .traversal
+                    .finish_lane(&wave.state[i].trav, &mut shader[k]);
+            }
+            for (k, shader) in shader.iter().enumerate().take(waves) {
+                charge_shader(counters, first_index + k as u64, shader);
+            }
+        }
     }
 
     /// Lane `i` asks for `next`, or finishes.
     #[inline(always)]
-    fn go_on(&self, wave: &mut Wave<H, LaneState<T::Lane>>, i: usize, next: Option<NodePointer>) {
+    fn go_on(
+        &mut self,
+        wave: &mut Wave<H, LaneState<T::Lane>>,
+        columns: &mut RayColumns,
+        i: usize,
+        next: Option<NodePointer>,
+    ) {
+        if T::SHADER {
+            if let Some(world) = self.run.traversal.take_exit(&mut wave.state[i].trav) {
+                let ray = &mut wave.ray[i];
+                (ray.origin, ray.dir, ray.inv_dir) = (world.origin, world.dir, world.inv_dir);
+                self.registers_changed(wave, columns, i);
+            }
+        }
         match next {
             Some(p) => {
                 // The node's cache entry (a triangle's holds its primitive ids too).
@@ -302,6 +328,25 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized, I: Isa, const W: usize, const H: us
                 wave.node[i] = p;
             }
             None => self.retire(wave, i, LaneStatus::Finished),
+        }
+    }
+
+    /// Lane `i`'s origin, direction and inverse direction changed (it entered or left an
+    /// instance): its triangle set-up, its columns and its finite-slope bit follow.
+    #[cold]
+    fn registers_changed(
+        &mut self,
+        wave: &mut Wave<H, LaneState<T::Lane>>,
+        columns: &mut RayColumns,
+        i: usize,
+    ) {
+        let ray = wave.ray[i];
+        wave.state[i].triangle_ray = TriangleRay::new(&ray);
+        columns.set(i, &ray);
+        if has_finite_slopes(&ray.inv_dir) {
+            self.finite_slopes |= 1 << i;
+        } else {
+            self.finite_slopes &= !(1 << i);
         }
     }
 
@@ -333,7 +378,7 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized, I: Isa, const W: usize, const H: us
                 let (children, valid) = (result.children, result.valid);
                 let next = traversal.after_box_masked(self.isa, trav, node, children, valid);
                 self.max_depth = self.max_depth.max(traversal.stack_depth(trav));
-                self.go_on(wave, i, next);
+                self.go_on(wave, columns, i, next);
             }
             LaneResult::Triangle(dwords) => {
                 let hit = TriangleHit {
@@ -350,13 +395,30 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized, I: Isa, const W: usize, const H: us
                 wave.state[i].hit.free_steps += 1;
                 self.retire(wave, i, LaneStatus::Deactivated(reason));
             }
+            LaneResult::Untested {
+                outcome: LaneOutcome::UserNode,
+                ..
+            } if T::SHADER => {
+                // The shader's user node: an instance to enter, a procedural primitive.
+                let lane = &mut wave.state[i];
+                lane.hit.free_steps += 1;
+                let step =
+                    traversal.user_node(&mut lane.trav, node, &mut wave.ray[i], &mut lane.hit);
+                self.max_depth = self.max_depth.max(traversal.stack_depth(&lane.trav));
+                match step.registers {
+                    RegisterChange::Kept => {}
+                    RegisterChange::Extent => columns.set_extent(i, wave.ray[i].extent),
+                    RegisterChange::Ray => self.registers_changed(wave, columns, i),
+                }
+                self.go_on(wave, columns, i, step.next);
+            }
             LaneResult::Untested { .. } => {
                 // User node, out of bounds, unmapped: nothing tested, the lane goes on.
                 let lane = &mut wave.state[i];
                 lane.hit.free_steps += 1;
                 let next = traversal.after_leaf(&mut lane.trav, node);
                 self.max_depth = self.max_depth.max(traversal.stack_depth(&lane.trav));
-                self.go_on(wave, i, next);
+                self.go_on(wave, columns, i, next);
             }
         }
     }

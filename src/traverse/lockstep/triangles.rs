@@ -176,9 +176,10 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized, I: Isa, const W: usize, const H: us
         let run = self.run;
         let lane = &mut wave.state[i];
         let mut done = false;
-        if let Some(t) = lane
-            .hit
-            .offer(node, dwords, || run.prim_id.primitive_id(node, &dwords))
+        let prim = || run.prim_id.primitive_id(node, &dwords);
+        if let Some(t) =
+            run.traversal
+                .offer_triangle(&mut lane.trav, &mut lane.hit, node, dwords, prim)
         {
             self.hits_accepted += 1;
             // The current closest t becomes the ray extent.
@@ -197,6 +198,6 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized, I: Isa, const W: usize, const H: us
             run.traversal.after_leaf(&mut lane.trav, node)
         };
         self.max_depth = self.max_depth.max(run.traversal.stack_depth(&lane.trav));
-        self.go_on(wave, i, next);
+        self.go_on(wave, columns, i, next);
     }
 }

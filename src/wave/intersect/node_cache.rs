@@ -155,13 +155,24 @@ impl NodeCache {
     /// primitive ids unset: see [`Self::set_primitive_ids`]). Pointers that leave the memory
     /// or fail the bounds check are skipped (the instruction handles them).
     pub fn build(memory: &BvhMemory, descriptor: &BvhDescriptor, root: NodePointer) -> NodeCache {
+        NodeCache::build_from(memory, descriptor, &[root])
+    }
+
+    /// [`NodeCache::build`] from several roots: a two-level image's TLAS root and each
+    /// BLAS's root (the walk does not enter instance nodes, and every BLAS is cached once,
+    /// however many instances use it).
+    pub fn build_from(
+        memory: &BvhMemory,
+        descriptor: &BvhDescriptor,
+        roots: &[NodePointer],
+    ) -> NodeCache {
         let blocks = memory.bytes.len() / 64;
         let mut cache = NodeCache {
             entries: vec![EMPTY_ENTRY; blocks],
             decoded: 0,
             built_for: Some((memory.bytes.len(), memory.va, *descriptor)),
         };
-        let mut todo = vec![root];
+        let mut todo = roots.to_vec();
         while let Some(ptr) = todo.pop() {
             if ptr.is_invalid() {
                 continue;
