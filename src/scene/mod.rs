@@ -43,7 +43,7 @@ pub use material::{Material, MaterialKind};
 pub use texture::{linear_to_srgb8, srgb_to_linear, Texture, TEXTURE_SWIZZLE_MODE};
 
 use crate::Result;
-use glam::Vec3;
+use glam::{Vec2, Vec3};
 use std::path::Path;
 
 /// Triangle soup with per-triangle attributes. Triangle `i` is primitive id `i` for the
@@ -171,5 +171,15 @@ impl Scene {
     pub fn add_material(&mut self, material: Material) -> u32 {
         self.materials.push(material);
         (self.materials.len() - 1) as u32
+    }
+
+    /// Alpha in [0, 1] of material `material` at texture coordinates `uv`: its alpha
+    /// texture's value there ([`Texture::alpha_at`]), 1 without one. `material` must be an
+    /// index into [`Scene::materials`].
+    pub fn alpha_at(&self, material: u32, uv: Vec2) -> f32 {
+        match self.materials[material as usize].alpha_texture {
+            Some(t) => self.textures[t as usize].alpha_at(uv),
+            None => 1.0,
+        }
     }
 }

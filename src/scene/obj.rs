@@ -43,7 +43,6 @@ fn ignored_keys(m: &tobj::Material) -> Vec<String> {
     push(m.specular_texture.is_some(), "map_Ks");
     push(m.normal_texture.is_some(), "map_Bump");
     push(m.shininess_texture.is_some(), "map_Ns");
-    push(m.dissolve_texture.is_some(), "map_d");
     for k in m.unknown_param.keys() {
         if k != "Pm" && k != "Pr" {
             keys.push(k.clone());
@@ -134,36 +133,30 @@ fn locate_mtl_error(text: &[u8]) -> Option<(usize, String)> {
     None
 }
 
-/// Converts MTL materials into scene materials (loading their textures); returns the scene
-/// material index of each.
+/// Converts MTL materials into scene materials (loading their `map_Kd` and `map_d`
+/// textures); returns the scene material index of each.
 fn add_materials(
     scene: &mut Scene,
     mtl_path: &Path,
     mats: &[tobj::Material],
     textures: &mut HashMap<PathBuf, u32>,
 ) -> Result<Vec<u32>> {
-    let dir = mtl_path.parent().unwrap_or(Path::new("."));
     let mut ignored = BTreeSet::new();
     let mut ids = Vec::new();
     for m in mats {
         ignored.extend(ignored_keys(m));
-        let tex = match &m.diffuse_texture {
-            Some(name) => {
-                let path = dir.join(name.trim());
-                let id = match textures.get(&path) {
-                    Some(&id) => id,
-                    None => {
-                        scene.textures.push(Texture::load(&path)?);
-                        let id = (scene.textures.len() - 1) as u32;
-                        textures.insert(path, id);
-                        id
-                    }
-                };
-                Some(id)
-            }
+        let kd_texture = match &m.diffuse_texture {
+            Some(name) => Some(texture_of(scene, mtl_path, m, "map_Kd", name, textures)?),
             None => None,
         };
-        ids.push(scene.add_material(Material::from_mtl(m, tex)));
+        let alpha_texture = match &m.dissolve_texture {
+            Some(name) => Some(texture_of(scene, mtl_path, m, "map_d", name, textures)?),
+            None => None,
+        };
+        ids.push(scene.add_material(Material {
+            alpha_texture,
+            ..Material::from_mtl(m, kd_texture)
+        }));
     }
     if !ignored.is_empty() {
         let keys: Vec<String> = ignored.into_iter().collect();
@@ -178,6 +171,42 @@ fn add_materials(
         }
     }
     Ok(ids)
+}
+
+/// The scene index of the texture file `name` that `key` of material `m` in `mtl_path`
+/// names (relative to the MTL file), loading it unless `textures` already has it. An
+/// error names the texture file; one that cannot be decoded also names the key, material
+/// and MTL file that asked for it.
+fn texture_of(
+    scene: &mut Scene,
+    mtl_path: &Path,
+    m: &tobj::Material,
+    key: &str,
+    name: &str,
+    textures: &mut HashMap<PathBuf, u32>,
+) -> Result<u32> {
+    let path = mtl_path
+        .parent()
+        .unwrap_or(Path::new("."))
+        .join(name.trim());
+    if let Some(&id) = textures.get(&path) {
+        return Ok(id);
+    }
+    let texture = Texture::load(&path).map_err(|e| {
+        let context = format!("`{key}` of material {:?} in {}", m.name, mtl_path.display());
+        match e {
+            Error::Parse {
+                path,
+                line,
+                message,
+            } => Error::parse(path, line, format!("{message} ({context})")),
+            other => other,
+        }
+    })?;
+    scene.textures.push(texture);
+    let id = (scene.textures.len() - 1) as u32;
+    textures.insert(path, id);
+    Ok(id)
 }
 
 /// Loads `obj_path` into `scene` with `placement`: the materials of its mtllib, then every
