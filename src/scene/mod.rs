@@ -81,7 +81,7 @@ mod texture;
 
 pub use camera::Camera;
 pub use instance::{BlasShape, SceneBlas, SceneInstance, SceneSphere};
-pub use light::{luminance, EnvMap, Environment, LightSample, Lights};
+pub use light::{luminance, EnvMap, Environment, LightSample, Lights, TriangleLight};
 pub use material::{Material, MaterialKind};
 pub use texture::{linear_to_srgb8, srgb_to_linear, Texture, TEXTURE_SWIZZLE_MODE};
 
