@@ -142,6 +142,7 @@ fn no_emitters_and_black_sky_render_black() {
         name: "glass".into(),
         kind: MaterialKind::Dielectric { eta: 1.5 },
         emission: Vec3::ZERO,
+        alpha_texture: None,
     });
     let (p, t) = uv_sphere(Vec3::ZERO, 1.0, 8, 16, false);
     scene.geometry.push_mesh(&p, &t, glass);
@@ -175,6 +176,7 @@ fn no_nan_or_inf_reaches_the_film() {
                 alpha: 0.001,
             },
             emission: Vec3::ZERO,
+            alpha_texture: None,
         },
         Material {
             name: "metal".into(),
@@ -184,11 +186,13 @@ fn no_nan_or_inf_reaches_the_film() {
                 alpha: 0.001,
             },
             emission: Vec3::ZERO,
+            alpha_texture: None,
         },
         Material {
             name: "glass".into(),
             kind: MaterialKind::Dielectric { eta: 1.5 },
             emission: Vec3::ZERO,
+            alpha_texture: None,
         },
     ];
     for (i, m) in mats.into_iter().enumerate() {

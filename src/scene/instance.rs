@@ -4,6 +4,7 @@
 
 use super::Geometry;
 use crate::hw::InstanceFlags;
+use glam::Vec3;
 
 /// A procedural sphere of a [`BlasShape::Spheres`] BLAS, in object space.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -34,6 +35,16 @@ pub struct SceneBlas {
     pub opaque: bool,
 }
 
+impl SceneBlas {
+    /// Number of primitives (triangles or spheres).
+    pub fn primitive_count(&self) -> usize {
+        match &self.shape {
+            BlasShape::Triangles(g) => g.triangle_count(),
+            BlasShape::Spheres(s) => s.len(),
+        }
+    }
+}
+
 /// An instance of a BLAS, as `D3D12_RAYTRACING_INSTANCE_DESC` describes one.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct SceneInstance {
@@ -62,5 +73,95 @@ impl SceneInstance {
             id,
             flags: InstanceFlags::NONE,
         }
+    }
+
+    /// The world-space position of object-space point `p`: `M [p; 1]`, each row summed
+    /// left to right in f32.
+    #[inline]
+    pub fn world_from_object(&self, p: Vec3) -> Vec3 {
+        let row = |r: &[f32; 4]| r[0] * p.x + r[1] * p.y + r[2] * p.z + r[3];
+        let [r0, r1, r2] = &self.object_to_world;
+        Vec3::new(row(r0), row(r1), row(r2))
+    }
+
+    /// Determinant of the matrix's 3x3 (linear) part, in f64.
+    pub fn determinant(&self) -> f64 {
+        linear_determinant(&self.object_to_world)
+    }
+
+    /// Whether the instance mirrors (negative determinant): its triangles' winding, seen
+    /// in world space, is the reverse of their winding in object space.
+    pub fn is_mirrored(&self) -> bool {
+        self.determinant() < 0.0
+    }
+
+    /// Whether `m` cannot be an instance matrix: its 3x3 part is singular, or so close to
+    /// singular for its size that its inverse means nothing:
+    /// `|det| <= 1e-12 * (max |entry|)^3` over the 3x3 part, in f64 (a scale-free test: it
+    /// holds for `m` exactly when it holds for `m` times any non-zero number).
+    pub fn is_singular(m: &[[f32; 4]; 3]) -> bool {
+        let largest = m
+            .iter()
+            .flat_map(|row| &row[..3])
+            .fold(0.0f64, |a, &x| a.max((x as f64).abs()));
+        linear_determinant(m).abs() <= 1e-12 * largest * largest * largest
+    }
+}
+
+/// Determinant of the 3x3 part of a 3x4 row-major matrix, in f64.
+fn linear_determinant(m: &[[f32; 4]; 3]) -> f64 {
+    let e = |r: usize, c: usize| m[r][c] as f64;
+    e(0, 0) * (e(1, 1) * e(2, 2) - e(1, 2) * e(2, 1))
+        - e(0, 1) * (e(1, 0) * e(2, 2) - e(1, 2) * e(2, 0))
+        + e(0, 2) * (e(1, 0) * e(2, 1) - e(1, 1) * e(2, 0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn instance(m: [[f32; 4]; 3]) -> SceneInstance {
+        SceneInstance {
+            object_to_world: m,
+            ..SceneInstance::identity(0, 0)
+        }
+    }
+
+    #[test]
+    fn world_from_object_is_the_matrix_times_the_point() {
+        let i = instance([
+            [0.0, 2.0, 0.0, 1.0],
+            [0.0, 0.0, -3.0, 2.0],
+            [0.5, 0.0, 0.0, 3.0],
+        ]);
+        let p = Vec3::new(1.0, 2.0, 4.0);
+        assert_eq!(i.world_from_object(p), Vec3::new(5.0, -10.0, 3.5));
+        assert_eq!(i.determinant(), -3.0);
+        assert!(i.is_mirrored());
+        assert!(!SceneInstance::identity(3, 4).is_mirrored());
+    }
+
+    #[test]
+    fn singular_is_relative_to_the_matrix_size() {
+        let scaled = |s: f32, z: f32| {
+            [
+                [s, 0.0, 0.0, 7.0],
+                [0.0, s, 0.0, 0.0],
+                [0.0, 0.0, s * z, 0.0],
+            ]
+        };
+        // Scale-free: the same shape at any size is singular or not alike.
+        for s in [1e-12, 1e-3, 1.0, 1e3, 1e12] {
+            assert!(!SceneInstance::is_singular(&scaled(s, 1.0)), "{s}");
+            assert!(!SceneInstance::is_singular(&scaled(s, 1e-11)), "{s}");
+            assert!(SceneInstance::is_singular(&scaled(s, 1e-13)), "{s}");
+            assert!(SceneInstance::is_singular(&scaled(s, 0.0)), "{s}");
+        }
+        // The translation column does not count.
+        assert!(SceneInstance::is_singular(&[
+            [0.0, 0.0, 0.0, 1.0],
+            [0.0, 0.0, 0.0, 1.0],
+            [0.0, 0.0, 0.0, 1.0],
+        ]));
     }
 }

@@ -1,6 +1,6 @@
 //! Lights: emissive triangles and the environment, and how to sample them.
 
-use super::Scene;
+use super::{BlasShape, Scene, SceneBlas};
 use crate::{Error, Result};
 use glam::Vec3;
 use std::f32::consts::PI;
@@ -195,23 +195,64 @@ pub struct LightSample {
 
 /// The lights of a scene: emissive triangles (picked in proportion to power) and the
 /// environment.
+///
+/// In a flat scene the emissive triangles are those of [`Scene::geometry`]; in a two-level
+/// scene, every instance's copy of the emissive triangles of its triangle BLAS, in world
+/// space. A mirrored instance ([`super::SceneInstance::is_mirrored`]) mirrors its lights:
+/// their emitting side is the mirror image of the object-space front (counter-clockwise)
+/// side. Instance flags do not change which side emits. Emissive spheres are not lights
+/// (they still emit where a path hits them).
 #[derive(Clone, Debug)]
 pub struct Lights {
-    /// Emissive triangles and the running sum of their powers.
-    prims: Vec<u32>,
+    /// Emissive triangles, in the order of `cdf`.
+    triangles: Vec<TriangleLight>,
+    /// Running sum of the triangles' powers.
     cdf: Vec<f32>,
-    /// Per primitive: probability of picking it over its area (0 for non-emitters), already
-    /// multiplied by the probability of picking a triangle rather than the environment.
+    /// Flat scene: per primitive, its [`TriangleLight::pdf_area`] (0 for non-emitters).
     prim_pdf_area: Vec<f32>,
+    /// Two-level scene: per BLAS, per triangle, its rank among the BLAS's emissive
+    /// triangles ([`NOT_EMISSIVE`] for others); empty for a BLAS without them.
+    blas_emitter_rank: Vec<Vec<u32>>,
+    /// Two-level scene: per instance, its BLAS and where its lights start.
+    instance_lights: Vec<InstanceLights>,
     /// Probability of sampling the environment.
     pub env_probability: f32,
 }
 
+/// [`Lights::blas_emitter_rank`] of a triangle that does not emit.
+const NOT_EMISSIVE: u32 = u32::MAX;
+
+/// Where an instance's lights are in [`Lights::triangles`].
+#[derive(Clone, Copy, Debug)]
+struct InstanceLights {
+    /// The instance's BLAS (index into [`Scene::blases`]).
+    blas: u32,
+    /// Index of its first light; its lights follow in the order of their rank.
+    first: u32,
+}
+
+/// An emissive triangle as a light, in world space.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TriangleLight {
+    /// World-space corners, counter-clockwise seen from the emitting side.
+    pub corners: [Vec3; 3],
+    /// Emitted radiance (its material's).
+    pub emission: Vec3,
+    /// The instance it belongs to; `None` in a flat scene.
+    pub instance: Option<u32>,
+    /// Its primitive: in [`Scene::geometry`] (flat) or in the instance's BLAS.
+    pub prim: u32,
+    /// Probability of picking it over its area, times the probability of picking a
+    /// triangle rather than the environment; 0 when its world area is 0 (never picked).
+    pub pdf_area: f32,
+}
+
 impl Lights {
-    /// Collects the emitters of `scene`.
+    /// Collects the emitters of `scene`: emissive triangles of the flat geometry, then of
+    /// each instance in order.
     pub fn new(scene: &Scene) -> Lights {
         let g = &scene.geometry;
-        let mut prims = Vec::new();
+        let mut triangles = Vec::new();
         let mut cdf = Vec::new();
         let mut sum = 0.0f64;
         let mut areas = Vec::new();
@@ -226,34 +267,96 @@ impl Lights {
                 continue;
             }
             sum += (area * luminance(m.emission)) as f64;
-            prims.push(prim);
+            triangles.push(TriangleLight {
+                corners: [a, b, c],
+                emission: m.emission,
+                instance: None,
+                prim,
+                pdf_area: 0.0,
+            });
             cdf.push(sum as f32);
             areas.push(area);
         }
+        let blas_emitter_rank: Vec<Vec<u32>> = scene
+            .blases
+            .iter()
+            .map(|b| emitter_ranks(scene, b))
+            .collect();
+        let mut instance_lights = Vec::with_capacity(scene.instances.len());
+        for (index, instance) in scene.instances.iter().enumerate() {
+            instance_lights.push(InstanceLights {
+                blas: instance.blas,
+                first: triangles.len() as u32,
+            });
+            let BlasShape::Triangles(g) = &scene.blases[instance.blas as usize].shape else {
+                continue;
+            };
+            let ranks = &blas_emitter_rank[instance.blas as usize];
+            let mirrored = instance.is_mirrored();
+            for (prim, _) in ranks.iter().enumerate().filter(|(_, &r)| r != NOT_EMISSIVE) {
+                let prim = prim as u32;
+                let m = &scene.materials[g.materials[prim as usize] as usize];
+                let [a, mut b, mut c] = g.corners(prim).map(|p| instance.world_from_object(p));
+                if mirrored {
+                    std::mem::swap(&mut b, &mut c);
+                }
+                let area = 0.5 * (b - a).cross(c - a).length();
+                // A triangle that vanishes in world space keeps its place (its rank) with
+                // no power.
+                let area = if area > 0.0 { area } else { 0.0 };
+                sum += (area * luminance(m.emission)) as f64;
+                triangles.push(TriangleLight {
+                    corners: [a, b, c],
+                    emission: m.emission,
+                    instance: Some(index as u32),
+                    prim,
+                    pdf_area: 0.0,
+                });
+                cdf.push(sum as f32);
+                areas.push(area);
+            }
+        }
+        if sum.is_nan() || sum <= 0.0 {
+            // Nothing emits a positive power: no triangle lights.
+            triangles.clear();
+            cdf.clear();
+            instance_lights.clear();
+        }
         let env_black = scene.environment.is_black();
-        let env_probability = match (env_black, prims.is_empty()) {
+        let env_probability = match (env_black, triangles.is_empty()) {
             (true, _) => 0.0,
             (false, true) => 1.0,
             (false, false) => 0.5,
         };
         let mut prim_pdf_area = vec![0.0; g.triangle_count()];
         let total = sum as f32;
-        for (i, &prim) in prims.iter().enumerate() {
+        for (i, light) in triangles.iter_mut().enumerate() {
             let lo = if i == 0 { 0.0 } else { cdf[i - 1] };
-            prim_pdf_area[prim as usize] =
-                (1.0 - env_probability) * (cdf[i] - lo) / total / areas[i];
+            if areas[i] > 0.0 {
+                light.pdf_area = (1.0 - env_probability) * (cdf[i] - lo) / total / areas[i];
+            }
+            if light.instance.is_none() {
+                prim_pdf_area[light.prim as usize] = light.pdf_area;
+            }
         }
         Lights {
-            prims,
+            triangles,
             cdf,
             prim_pdf_area,
+            blas_emitter_rank,
+            instance_lights,
             env_probability,
         }
     }
 
+    /// The emissive triangles, in world space: the flat geometry's, then each instance's.
+    pub fn triangles(&self) -> &[TriangleLight] {
+        &self.triangles
+    }
+
     /// True when there is nothing to sample.
     pub fn is_empty(&self) -> bool {
-        self.prims.is_empty() && self.env_probability == 0.0
+        self.triangles.is_empty() && self.env_probability == 0.0
     }
 
     /// Samples a light as seen from `p`; `None` when the sample carries nothing (no lights,
@@ -277,9 +380,9 @@ impl Lights {
         let i = self
             .cdf
             .partition_point(|&c| c <= u0 * total)
-            .min(self.prims.len() - 1);
-        let prim = self.prims[i];
-        let [a, b, c] = scene.geometry.corners(prim);
+            .min(self.triangles.len() - 1);
+        let light = &self.triangles[i];
+        let [a, b, c] = light.corners;
         let su = u[1].sqrt();
         let (b1, b2) = (1.0 - su, u[2] * su);
         let x = a * (1.0 - b1 - b2) + b * b1 + c * b2;
@@ -295,18 +398,18 @@ impl Lights {
         if cos_light <= 0.0 {
             return None; // the back of an emitter sends nothing
         }
-        let m = &scene.materials[scene.geometry.materials[prim as usize] as usize];
-        let pdf = self.prim_pdf_area[prim as usize] * dist2 / cos_light;
+        let pdf = light.pdf_area * dist2 / cos_light;
         Some(LightSample {
             dir,
             dist,
-            radiance: m.emission,
+            radiance: light.emission,
             pdf,
         })
     }
 
-    /// Solid-angle pdf with which [`Lights::sample`] would pick the point of `prim` at
-    /// distance `dist` along `dir` (unit) from the shading point, hit on its front.
+    /// Solid-angle pdf with which [`Lights::sample`] would pick the point of `prim` (of a
+    /// flat scene's geometry) at distance `dist` along `dir` (unit) from the shading point,
+    /// hit on its front.
     pub fn pdf_triangle(&self, scene: &Scene, prim: u32, dir: Vec3, dist: f32) -> f32 {
         let pa = self.prim_pdf_area[prim as usize];
         if pa == 0.0 {
@@ -320,6 +423,34 @@ impl Lights {
         pa * dist * dist / cos_light
     }
 
+    /// The light that triangle `prim` of instance `instance`'s BLAS is, if it is one.
+    pub fn instance_triangle(&self, instance: u32, prim: u32) -> Option<&TriangleLight> {
+        let lights = self.instance_lights.get(instance as usize)?;
+        let ranks = &self.blas_emitter_rank[lights.blas as usize];
+        match *ranks.get(prim as usize)? {
+            NOT_EMISSIVE => None,
+            rank => self.triangles.get((lights.first + rank) as usize),
+        }
+    }
+
+    /// Solid-angle pdf with which [`Lights::sample`] would pick the point of triangle `prim`
+    /// of instance `instance` (two-level scene) at distance `dist` along `dir` (unit) from
+    /// the shading point, hit on its front.
+    pub fn pdf_instance_triangle(&self, instance: u32, prim: u32, dir: Vec3, dist: f32) -> f32 {
+        let Some(light) = self.instance_triangle(instance, prim) else {
+            return 0.0;
+        };
+        if light.pdf_area == 0.0 {
+            return 0.0;
+        }
+        let [a, b, c] = light.corners;
+        let cos_light = dir.dot((b - a).cross(c - a).normalize()).abs();
+        if cos_light <= 0.0 {
+            return 0.0;
+        }
+        light.pdf_area * dist * dist / cos_light
+    }
+
     /// Solid-angle pdf with which [`Lights::sample`] would pick the environment along `dir`.
     pub fn pdf_environment(&self, scene: &Scene, dir: Vec3) -> f32 {
         if self.env_probability == 0.0 {
@@ -328,4 +459,27 @@ impl Lights {
             self.env_probability * scene.environment.pdf(dir)
         }
     }
+}
+
+/// Per triangle of `blas`, its rank among the BLAS's emissive triangles ([`NOT_EMISSIVE`]
+/// for the others); empty when none emits or the BLAS holds spheres.
+fn emitter_ranks(scene: &Scene, blas: &SceneBlas) -> Vec<u32> {
+    let BlasShape::Triangles(g) = &blas.shape else {
+        return Vec::new();
+    };
+    let emits = |prim: usize| scene.materials[g.materials[prim] as usize].is_emissive();
+    if !(0..g.triangle_count()).any(emits) {
+        return Vec::new();
+    }
+    let mut next = 0;
+    (0..g.triangle_count())
+        .map(|prim| {
+            if emits(prim) {
+                next += 1;
+                next - 1
+            } else {
+                NOT_EMISSIVE
+            }
+        })
+        .collect()
 }

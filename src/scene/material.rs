@@ -10,11 +10,18 @@ use glam::Vec3;
 /// |---|---|
 /// | `Kd` | Lambertian albedo, both sides (default 0.8 when a face has no material; 0 when the material omits it, 1 when it omits it but has `map_Kd`) |
 /// | `map_Kd` | texture multiplying `Kd` (sRGB PNG, repeat wrap, trilinear) |
+/// | `map_d` | alpha texture (see below) |
 /// | `Ke` | emitted radiance of an area light, front side only (counter-clockwise side) |
 /// | `Ks`, `Ns` | a GGX microfacet lobe of weight `Ks` beside the diffuse one, roughness `alpha = sqrt(2 / (Ns + 2))` (the Blinn-Phong exponent matched to a Beckmann/GGX width); `Kd + Ks` is scaled down if it exceeds 1 in any channel |
 /// | `Pr` | (PBR extension) perceptual roughness: `alpha = Pr^2`, overrides `Ns` |
 /// | `Pm` | (PBR extension) metalness: `Pm >= 0.5` makes a GGX conductor with Schlick Fresnel, `F0 = Kd` |
 /// | `Ni` with `d < 1`, or `illum` 4, 6, 7 | smooth clear dielectric of index `Ni` (default 1.5) |
+///
+/// Alpha (`map_d`, [`Material::alpha_texture`]) is coverage for an any-hit test: the
+/// texture's alpha channel when its image has one, else its first (red or grey) channel,
+/// as the 8-bit code over 255, a value in [0, 1] with no sRGB decoding. Repeat wrap, v up
+/// as for `map_Kd`; [`super::Scene::alpha_at`] reads the nearest texel of mip 0. A material
+/// without `map_d` has alpha 1 everywhere. The scalar `d` does not set alpha.
 ///
 /// Every number these keys take must be finite, and the colours (`Kd`, `Ks`, `Ke`, `Ka`)
 /// need three: the loader refuses anything else at the line it is on. Negative colours are
@@ -25,6 +32,8 @@ pub struct Material {
     pub kind: MaterialKind,
     /// Emitted radiance (front side only).
     pub emission: Vec3,
+    /// Index into [`super::Scene::textures`] of the alpha texture (`map_d`); `None`: alpha 1.
+    pub alpha_texture: Option<u32>,
 }
 
 /// The scattering part of a [`Material`].
@@ -62,6 +71,7 @@ impl Material {
                 alpha: 1.0,
             },
             emission: Vec3::ZERO,
+            alpha_texture: None,
         }
     }
 
@@ -79,7 +89,8 @@ impl Material {
     }
 
     /// Maps parsed MTL values to a material (see the table on [`Material`]). `kd_texture` is
-    /// the index of the already-loaded `map_Kd` texture.
+    /// the index of the already-loaded `map_Kd` texture; the alpha texture is left `None`
+    /// (the scene loader sets it from `map_d`).
     pub fn from_mtl(m: &tobj::Material, kd_texture: Option<u32>) -> Self {
         let v3 = |v: Option<[f32; 3]>| v.map(Vec3::from).unwrap_or(Vec3::ZERO);
         let param = |key: &str| -> Option<f32> {
@@ -126,6 +137,7 @@ impl Material {
             name: m.name.clone(),
             kind,
             emission,
+            alpha_texture: None,
         }
     }
 

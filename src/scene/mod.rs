@@ -1,8 +1,13 @@
 //! Scenes: the TOML scene file, OBJ/MTL meshes, camera, materials, textures and lights.
 //!
-//! A [`Scene`] is plain data: one triangle soup ([`Geometry`], triangle `i` = primitive id
-//! `i`), a material per triangle, textures, an [`Environment`] and a [`Camera`]. Load one
-//! from a scene file with [`Scene::load`], or build one in code (tests do).
+//! A [`Scene`] is plain data, flat or two-level. A flat scene is one triangle soup
+//! ([`Geometry`], triangle `i` = primitive id `i`) with a material per triangle. A
+//! two-level scene is a list of BLASes ([`SceneBlas`]: triangle meshes or procedural
+//! spheres, in object space) and instances of them ([`SceneInstance`]: a BLAS, a 3x4
+//! object-to-world matrix, mask, id and flags, as `D3D12_RAYTRACING_INSTANCE_DESC` holds
+//! them). Both have textures, an [`Environment`] and a [`Camera`], and their material
+//! indices all point into one [`Scene::materials`]. Load one from a scene file with
+//! [`Scene::load`], or build one in code (tests do).
 //!
 //! Scene file (TOML; paths are relative to the file):
 //!
@@ -26,6 +31,44 @@
 //! radiance = [0.0, 0.0, 0.0]  # constant radiance; or hdr = "sky.hdr" (equirect), scale = 1.0
 //! ```
 //!
+//! A file with only `[[mesh]]` entries is a flat scene: every mesh, placed, goes into
+//! [`Scene::geometry`]. Any of the three tables below makes the scene two-level:
+//!
+//! ```toml
+//! [[blas]]                    # a triangle BLAS
+//! name = "bunny"              # unique among [[blas]] and [[spheres]] names
+//! obj = "bunny.obj"
+//! opaque = false              # optional, default true (DXR's OPAQUE geometry flag)
+//! # optional, as for [[mesh]] (the placement is baked into the BLAS's vertices):
+//! # mtl, material, scale, rotate_y_deg, translate
+//! [[spheres]]                 # a procedural BLAS
+//! name = "balls"
+//! mtl = "balls.mtl"           # optional: where the spheres' materials come from
+//! opaque = true               # optional, default true
+//! spheres = [                 # at least one; radius finite and > 0
+//!     { center = [0.0, 1.0, 0.0], radius = 1.0, material = "red" },
+//!     { center = [3.0, 0.5, 0.0], radius = 0.5 },  # no material: grey diffuse 0.8
+//! ]
+//! [[instance]]
+//! blas = "bunny"              # a [[blas]] or [[spheres]] name
+//! # optional: the object-to-world matrix, 3 rows of [r0, r1, r2, t], row-major as in
+//! # D3D12_RAYTRACING_INSTANCE_DESC (world = M [object; 1]), default identity. Any finite,
+//! # non-singular matrix: mirrored and non-uniformly scaled ones too.
+//! transform = [[2.0, 0.0, 0.0, 10.0],
+//!              [0.0, 1.0, 0.0, 0.0],
+//!              [0.0, 0.0, -1.0, 5.0]]
+//! mask = 0x0F                 # optional, 0..=255, default 255
+//! id = 7                      # optional, 0..=0xFFFFFF, default the instance's number
+//! flags = ["triangle_cull_disable", "force_opaque"]  # optional; also
+//! #   "triangle_front_counterclockwise", "force_non_opaque" (not with "force_opaque")
+//! ```
+//!
+//! In a two-level scene each `[[mesh]]` entry is a triangle BLAS named `mesh[i]` (opaque,
+//! its placement baked in) with one identity instance, and [`Scene::geometry`] is empty.
+//! BLASes are numbered `[[mesh]]` entries first, then `[[blas]]` and `[[spheres]]` entries
+//! together in file order; instances `[[mesh]]` entries first, then `[[instance]]` entries
+//! in file order. A BLAS no instance uses is loaded all the same, with a warning.
+//!
 //! Materials come from MTL files; see [`Material`] for the mapping.
 
 mod camera;
@@ -38,12 +81,12 @@ mod texture;
 
 pub use camera::Camera;
 pub use instance::{BlasShape, SceneBlas, SceneInstance, SceneSphere};
-pub use light::{luminance, EnvMap, Environment, LightSample, Lights};
+pub use light::{luminance, EnvMap, Environment, LightSample, Lights, TriangleLight};
 pub use material::{Material, MaterialKind};
 pub use texture::{linear_to_srgb8, srgb_to_linear, Texture, TEXTURE_SWIZZLE_MODE};
 
 use crate::Result;
-use glam::Vec3;
+use glam::{Vec2, Vec3};
 use std::path::Path;
 
 /// Triangle soup with per-triangle attributes. Triangle `i` is primitive id `i` for the
@@ -98,6 +141,18 @@ impl Geometry {
             self.materials.push(material);
         }
         first
+    }
+
+    /// Appends every triangle of `other` (its vertex indices offset past this geometry's
+    /// vertices).
+    pub fn append(&mut self, other: Geometry) {
+        let base = self.positions.len() as u32;
+        self.positions.extend(other.positions);
+        self.indices
+            .extend(other.indices.into_iter().map(|tri| tri.map(|i| i + base)));
+        self.uvs.extend(other.uvs);
+        self.materials.extend(other.materials);
+        self.normals.extend(other.normals);
     }
 }
 
@@ -171,5 +226,15 @@ impl Scene {
     pub fn add_material(&mut self, material: Material) -> u32 {
         self.materials.push(material);
         (self.materials.len() - 1) as u32
+    }
+
+    /// Alpha in [0, 1] of material `material` at texture coordinates `uv`: its alpha
+    /// texture's value there ([`Texture::alpha_at`]), 1 without one. `material` must be an
+    /// index into [`Scene::materials`].
+    pub fn alpha_at(&self, material: u32, uv: Vec2) -> f32 {
+        match self.materials[material as usize].alpha_texture {
+            Some(t) => self.textures[t as usize].alpha_at(uv),
+            None => 1.0,
+        }
     }
 }

@@ -1,6 +1,6 @@
 //! OBJ (plain or gzip) and MTL loading through tobj.
 
-use super::{Material, Scene, Texture};
+use super::{Geometry, Material, Scene, Texture};
 use crate::{Error, Result};
 use glam::{Mat3, Vec3};
 use std::cell::RefCell;
@@ -8,9 +8,11 @@ use std::collections::{BTreeSet, HashMap};
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
-/// Where and how one OBJ enters the scene.
+/// Where and how one OBJ enters the scene (a flat scene's geometry or a BLAS).
 pub(crate) struct MeshPlacement {
-    /// `world_from_object` linear part and translation.
+    /// Linear part and translation from the OBJ's coordinates to the scene's (world space
+    /// for a flat scene, the BLAS's object space for a two-level one), baked into the
+    /// vertices.
     pub linear: Mat3,
     pub translate: Vec3,
     /// Optional MTL file to take `material` from.
@@ -43,7 +45,6 @@ fn ignored_keys(m: &tobj::Material) -> Vec<String> {
     push(m.specular_texture.is_some(), "map_Ks");
     push(m.normal_texture.is_some(), "map_Bump");
     push(m.shininess_texture.is_some(), "map_Ns");
-    push(m.dissolve_texture.is_some(), "map_d");
     for k in m.unknown_param.keys() {
         if k != "Pm" && k != "Pr" {
             keys.push(k.clone());
@@ -134,36 +135,30 @@ fn locate_mtl_error(text: &[u8]) -> Option<(usize, String)> {
     None
 }
 
-/// Converts MTL materials into scene materials (loading their textures); returns the scene
-/// material index of each.
+/// Converts MTL materials into scene materials (loading their `map_Kd` and `map_d`
+/// textures); returns the scene material index of each.
 fn add_materials(
     scene: &mut Scene,
     mtl_path: &Path,
     mats: &[tobj::Material],
     textures: &mut HashMap<PathBuf, u32>,
 ) -> Result<Vec<u32>> {
-    let dir = mtl_path.parent().unwrap_or(Path::new("."));
     let mut ignored = BTreeSet::new();
     let mut ids = Vec::new();
     for m in mats {
         ignored.extend(ignored_keys(m));
-        let tex = match &m.diffuse_texture {
-            Some(name) => {
-                let path = dir.join(name.trim());
-                let id = match textures.get(&path) {
-                    Some(&id) => id,
-                    None => {
-                        scene.textures.push(Texture::load(&path)?);
-                        let id = (scene.textures.len() - 1) as u32;
-                        textures.insert(path, id);
-                        id
-                    }
-                };
-                Some(id)
-            }
+        let kd_texture = match &m.diffuse_texture {
+            Some(name) => Some(texture_of(scene, mtl_path, m, "map_Kd", name, textures)?),
             None => None,
         };
-        ids.push(scene.add_material(Material::from_mtl(m, tex)));
+        let alpha_texture = match &m.dissolve_texture {
+            Some(name) => Some(texture_of(scene, mtl_path, m, "map_d", name, textures)?),
+            None => None,
+        };
+        ids.push(scene.add_material(Material {
+            alpha_texture,
+            ..Material::from_mtl(m, kd_texture)
+        }));
     }
     if !ignored.is_empty() {
         let keys: Vec<String> = ignored.into_iter().collect();
@@ -180,15 +175,64 @@ fn add_materials(
     Ok(ids)
 }
 
-/// Loads `obj_path` into `scene` with `placement`: the materials of its mtllib, then every
-/// mesh's vertices and triangles. `textures` maps texture files already in the scene to
-/// their index, so that meshes share them.
+/// The scene index of the texture file `name` that `key` of material `m` in `mtl_path`
+/// names (relative to the MTL file), loading it unless `textures` already has it. An
+/// error names the texture file; one that cannot be decoded also names the key, material
+/// and MTL file that asked for it.
+fn texture_of(
+    scene: &mut Scene,
+    mtl_path: &Path,
+    m: &tobj::Material,
+    key: &str,
+    name: &str,
+    textures: &mut HashMap<PathBuf, u32>,
+) -> Result<u32> {
+    let path = mtl_path
+        .parent()
+        .unwrap_or(Path::new("."))
+        .join(name.trim());
+    if let Some(&id) = textures.get(&path) {
+        return Ok(id);
+    }
+    let texture = Texture::load(&path).map_err(|e| {
+        let context = format!("`{key}` of material {:?} in {}", m.name, mtl_path.display());
+        match e {
+            Error::Parse {
+                path,
+                line,
+                message,
+            } => Error::parse(path, line, format!("{message} ({context})")),
+            other => other,
+        }
+    })?;
+    scene.textures.push(texture);
+    let id = (scene.textures.len() - 1) as u32;
+    textures.insert(path, id);
+    Ok(id)
+}
+
+/// Loads the MTL file `mtl_path` and adds all its materials to `scene` (see
+/// [`add_materials`]); returns each material's name and scene index.
+pub(crate) fn load_mtl_into(
+    scene: &mut Scene,
+    mtl_path: &Path,
+    textures: &mut HashMap<PathBuf, u32>,
+) -> Result<Vec<(String, u32)>> {
+    let mats = load_mtl(mtl_path)?;
+    let ids = add_materials(scene, mtl_path, &mats, textures)?;
+    Ok(mats.into_iter().map(|m| m.name).zip(ids).collect())
+}
+
+/// Loads `obj_path` with `placement`: the materials of its mtllib go into `scene`, and
+/// every mesh's vertices and triangles, placed, into the returned geometry (its material
+/// indices point into `scene.materials`). `textures` maps texture files already in the
+/// scene to their index, so that meshes share them.
 pub(crate) fn load_obj(
     scene: &mut Scene,
     obj_path: &Path,
     placement: &MeshPlacement,
     textures: &mut HashMap<PathBuf, u32>,
-) -> Result<()> {
+) -> Result<Geometry> {
     let obj = read_obj(obj_path)?;
     let own = ObjMaterials {
         ids: add_materials(scene, &obj.mtl_file, &obj.materials, textures)?,
@@ -201,18 +245,19 @@ pub(crate) fn load_obj(
     };
     let transform = WorldTransform::new(placement);
     let mut default_id = None;
+    let mut geometry = Geometry::default();
     for model in &obj.models {
         let mesh = MeshInput::new(&model.mesh, obj_path);
-        let first_vertex = mesh.push_positions(scene, &transform)?;
+        let first_vertex = mesh.push_positions(&mut geometry, &transform)?;
         let material = match forced.or_else(|| own.id_of(mesh.mesh.material_id)) {
             Some(id) => id,
             None => {
                 *default_id.get_or_insert_with(|| scene.add_material(Material::default_material()))
             }
         };
-        mesh.push_triangles(scene, &transform, first_vertex, material)?;
+        mesh.push_triangles(&mut geometry, &transform, first_vertex, material)?;
     }
-    Ok(())
+    Ok(geometry)
 }
 
 /// An OBJ file as tobj read it.
@@ -305,10 +350,9 @@ fn named_material(
 ) -> Result<u32> {
     let (file, id) = match &placement.mtl {
         Some(mtl) => {
-            let mats = load_mtl(mtl)?;
-            let ids = add_materials(scene, mtl, &mats, textures)?;
-            let pos = mats.iter().position(|m| m.name == name);
-            (mtl, pos.map(|p| ids[p]))
+            let named = load_mtl_into(scene, mtl, textures)?;
+            let id = named.iter().find(|(n, _)| n == name).map(|&(_, id)| id);
+            (mtl, id)
         }
         None => {
             let pos = own.materials.iter().position(|m| m.name == name);
@@ -370,10 +414,10 @@ impl<'a> MeshInput<'a> {
         self.mesh.positions.len() / 3
     }
 
-    /// Appends the vertex positions in world space (each must be finite); returns the
-    /// scene index of the first.
-    fn push_positions(&self, scene: &mut Scene, transform: &WorldTransform) -> Result<u32> {
-        let first_vertex = scene.geometry.positions.len() as u32;
+    /// Appends the vertex positions, placed (each must be finite), to `geometry`; returns
+    /// the index of the first.
+    fn push_positions(&self, geometry: &mut Geometry, transform: &WorldTransform) -> Result<u32> {
+        let first_vertex = geometry.positions.len() as u32;
         for v in self.mesh.positions.chunks_exact(3) {
             let p = transform.linear * Vec3::new(v[0], v[1], v[2]) + transform.translate;
             if !p.is_finite() {
@@ -383,7 +427,7 @@ impl<'a> MeshInput<'a> {
                     "vertex position is NaN or Inf",
                 ));
             }
-            scene.geometry.positions.push(p.to_array());
+            geometry.positions.push(p.to_array());
         }
         Ok(first_vertex)
     }
@@ -392,7 +436,7 @@ impl<'a> MeshInput<'a> {
     /// indices are offset by `first_vertex`. Any index out of range is an error.
     fn push_triangles(
         &self,
-        scene: &mut Scene,
+        geometry: &mut Geometry,
         transform: &WorldTransform,
         first_vertex: u32,
         material: u32,
@@ -414,10 +458,10 @@ impl<'a> MeshInput<'a> {
                 uv.swap(1, 2);
                 normals.swap(1, 2);
             }
-            scene.geometry.indices.push(idx);
-            scene.geometry.uvs.push(uv);
-            scene.geometry.normals.push(normals);
-            scene.geometry.materials.push(material);
+            geometry.indices.push(idx);
+            geometry.uvs.push(uv);
+            geometry.normals.push(normals);
+            geometry.materials.push(material);
         }
         Ok(())
     }
