@@ -50,7 +50,7 @@ fn main() {
             console: SERIES_X,
             ..WaveTracerConfig::default()
         };
-        let (tracer, _) = build_wave_tracer(&scene.geometry, config).unwrap();
+        let (tracer, _) = build_wave_tracer(&scene, config).unwrap();
         let opts = RenderOptions {
             spp: SPP,
             seed: 1,

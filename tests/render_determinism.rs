@@ -52,7 +52,7 @@ fn same_seed_same_image_for_any_thread_count() {
         console: wavetrace::hw::peak::SERIES_X,
         ..WaveTracerConfig::default()
     };
-    let (wave, _) = build_wave_tracer(&scene.geometry, config).unwrap();
+    let (wave, _) = build_wave_tracer(&scene, config).unwrap();
     for tracer in [&brute as &dyn Tracer, &wave] {
         let a = render_with_threads(&scene, tracer, 1, 42);
         let b = render_with_threads(&scene, tracer, 2, 42);
@@ -86,7 +86,7 @@ fn wave_tracer_and_reference_tracer_render_the_same_image() {
         console: wavetrace::hw::peak::SERIES_S,
         ..WaveTracerConfig::default()
     };
-    let (wave, _) = build_wave_tracer(&scene.geometry, config).unwrap();
+    let (wave, _) = build_wave_tracer(&scene, config).unwrap();
     let a = render_with_threads(&scene, &brute, 2, 9);
     let b = render_with_threads(&scene, &wave, 2, 9);
     let rmse = common::rmse(&a.image, &b.image);

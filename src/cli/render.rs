@@ -102,7 +102,7 @@ pub fn run(args: RenderArgs) -> Result<i32> {
         strategy: args.traversal,
         ..WaveTracerConfig::default()
     };
-    let (tracer, built) = pool.install(|| build_wave_tracer(&scene.geometry, config))?;
+    let (tracer, built) = pool.install(|| build_wave_tracer(&scene, config))?;
     eprintln!(
         "{}: {} triangles, {} materials, {} textures; BVH {} bytes in {:.2} s",
         args.scene.display(),

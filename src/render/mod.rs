@@ -32,7 +32,7 @@ pub use integrator::{render, Control, RenderOptions, RenderOutput, RenderProgres
 pub use output::{check_exposure, encode_exr, encode_png, to_srgb8, write_image, ImageFormat};
 pub use rng::Rng;
 pub use stats::{RayKindStats, RenderStats};
-pub use tracer::{build_wave_tracer, bvh_mesh};
+pub use tracer::{build_wave_tracer, bvh_mesh, two_level_input, AlphaTest, SceneBuild};
 
 use glam::Vec3;
 
