@@ -103,10 +103,19 @@ pub fn run(args: RenderArgs) -> Result<i32> {
         ..WaveTracerConfig::default()
     };
     let (tracer, built) = pool.install(|| build_wave_tracer(&scene, config))?;
+    let instances = if built.instances > 0 {
+        format!(
+            " in {} BLASes, {} instances",
+            scene.blases.len(),
+            built.instances
+        )
+    } else {
+        String::new()
+    };
     eprintln!(
-        "{}: {} triangles, {} materials, {} textures; BVH {} bytes in {:.2} s",
+        "{}: {} triangles{instances}, {} materials, {} textures; BVH {} bytes in {:.2} s",
         args.scene.display(),
-        scene.geometry.triangle_count(),
+        built.blas_triangles,
         scene.materials.len(),
         scene.textures.len(),
         tracer.image_len(),

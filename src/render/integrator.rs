@@ -6,10 +6,10 @@
 //! size, never on the number of worker threads.
 
 use super::film::Film;
-use super::shade::Shader;
+use super::shade::{InstanceFrame, Shader};
 use super::tile::{render_tile, Context, Tile, TileResult};
 use super::{Image, RenderStats};
-use crate::scene::{Lights, Scene};
+use crate::scene::{BlasShape, Geometry, Lights, Scene};
 use crate::wave::Tracer;
 use crate::{Error, Result};
 use rayon::prelude::*;
@@ -108,6 +108,7 @@ pub fn render(
         shader: Shader {
             scene,
             lights: Lights::new(scene),
+            frames: scene.instances.iter().map(InstanceFrame::new).collect(),
             max_depth: opts.max_depth,
             spread: scene.camera.pixel_spread_angle(),
         },
@@ -177,14 +178,22 @@ fn check_inputs(scene: &Scene, opts: &RenderOptions) -> Result<()> {
             "tile size and pass size must be at least 1",
         ));
     }
-    let g = &scene.geometry;
-    if g.materials.len() != g.indices.len()
-        || g.uvs.len() != g.indices.len()
-        || g.normals.len() != g.indices.len()
-        || g.materials
-            .iter()
-            .any(|&m| m as usize >= scene.materials.len())
-    {
+    let materials = scene.materials.len();
+    let geometry_ok = |g: &Geometry| {
+        g.materials.len() == g.indices.len()
+            && g.uvs.len() == g.indices.len()
+            && g.normals.len() == g.indices.len()
+            && g.materials.iter().all(|&m| (m as usize) < materials)
+    };
+    let blases_ok = scene.blases.iter().all(|b| match &b.shape {
+        BlasShape::Triangles(g) => geometry_ok(g),
+        BlasShape::Spheres(s) => s.iter().all(|s| (s.material as usize) < materials),
+    });
+    let instances_ok = scene
+        .instances
+        .iter()
+        .all(|i| (i.blas as usize) < scene.blases.len());
+    if !(geometry_ok(&scene.geometry) && blases_ok && instances_ok) {
         return Err(Error::Other(
             "scene geometry and materials do not match".into(),
         ));

@@ -16,17 +16,50 @@ use super::rng::Rng;
 use super::texture_filter::{sample_footprint, Footprint};
 use super::RenderStats;
 use crate::math::{Hit, Ray};
-use crate::scene::{Lights, Material, MaterialKind, Scene};
-use glam::Vec3;
+use crate::scene::{BlasShape, Lights, Material, MaterialKind, Scene, SceneInstance};
+use glam::{Affine3A, Mat3, Vec2, Vec3};
 
-/// What shading needs of a render: the scene, its lights and two settings.
+/// What shading needs of a render: the scene, its lights, its instances' frames and two
+/// settings.
 pub(super) struct Shader<'a> {
     pub scene: &'a Scene,
     pub lights: Lights,
+    /// Per instance of a two-level scene, its transforms for shading.
+    pub frames: Vec<InstanceFrame>,
     /// Maximum path segments (camera ray = 1).
     pub max_depth: u32,
     /// Ray cone spread angle per unit distance, for texture footprints.
     pub spread: f32,
+}
+
+/// What shading a hit on an instance needs besides its object-to-world matrix.
+pub(super) struct InstanceFrame {
+    /// The inverse transpose of the matrix's linear part: object-space normals to world
+    /// space.
+    normal: Mat3,
+    /// World to object space (the hit point on a procedural sphere, for its normal).
+    world_to_object: Affine3A,
+    /// Whether the matrix mirrors: the world-space winding is the reverse of the object
+    /// space one.
+    mirrored: bool,
+}
+
+impl InstanceFrame {
+    pub fn new(instance: &SceneInstance) -> InstanceFrame {
+        let m = &instance.object_to_world;
+        let linear = Mat3::from_cols(
+            Vec3::new(m[0][0], m[1][0], m[2][0]),
+            Vec3::new(m[0][1], m[1][1], m[2][1]),
+            Vec3::new(m[0][2], m[1][2], m[2][2]),
+        );
+        let object_to_world =
+            Affine3A::from_mat3_translation(linear, Vec3::new(m[0][3], m[1][3], m[2][3]));
+        InstanceFrame {
+            normal: linear.inverse().transpose(),
+            world_to_object: object_to_world.inverse(),
+            mirrored: instance.is_mirrored(),
+        }
+    }
 }
 
 /// The state of one (pixel, sample) path between its segments.
@@ -76,16 +109,32 @@ impl Step {
     };
 }
 
-/// Where a ray hit a triangle, with its unit geometric normal.
-struct SurfaceHit {
+/// Where a ray hit a surface (a triangle, or a procedural sphere), in world space.
+struct SurfaceHit<'s> {
+    /// The primitive: in the flat geometry, or in the instance's BLAS.
     prim: u32,
-    /// Barycentric weights of the corners (`b0 = 1 - b1 - b2`).
+    /// The instance ([`Hit::NO_INSTANCE`] in a flat scene).
+    instance: u32,
+    /// Index into [`Scene::materials`].
+    material: u32,
+    /// Barycentric weights of the corners (`b0 = 1 - b1 - b2`; a sphere's are unused).
     bary: [f32; 3],
     p: Vec3,
-    /// Unit normal of the triangle as wound (`(b - a) x (c - a)`).
+    /// Unit geometric normal: a triangle's as wound in world space (`(b - a) x (c - a)`),
+    /// a sphere's outward.
     ng: Vec3,
     /// Unit direction back along the ray.
     wo: Vec3,
+    /// Whether the ray arrived on the emitting side: the object-space front (the side
+    /// the triangle is counter-clockwise from, mirrored with its instance; a sphere's
+    /// outside), as [`Lights`] emits.
+    front: bool,
+    /// Shading normals of the corners in world space (unnormalized; zero where the mesh
+    /// has none).
+    normals: [Vec3; 3],
+    /// A triangle's texture coordinates and world-space corners (for texture footprints);
+    /// `None` for a sphere (untextured).
+    texturing: Option<(&'s [[f32; 2]; 3], [Vec3; 3])>,
 }
 
 /// The normals shading uses at a hit, both on the side of `wo`.
@@ -139,15 +188,14 @@ impl Shader<'_> {
             self.add_environment(path, dir);
             return Step::END;
         }
-        let Some(surface) = self.surface_hit(hit, dir) else {
+        let Some(surface) = self.surface_hit(ray, hit, dir) else {
             return Step::END; // degenerate triangle: nothing to shade
         };
         let dist = hit.t * dir_len;
         path.travelled += dist;
-        let scene = self.scene;
-        let material = &scene.materials[scene.geometry.materials[surface.prim as usize] as usize];
-        if hit.front_face && material.is_emissive() {
-            self.add_emission(path, material, surface.prim, dir, dist);
+        let material = &self.scene.materials[surface.material as usize];
+        if surface.front && material.is_emissive() {
+            self.add_emission(path, material, &surface, dir, dist);
         }
         if depth >= self.max_depth {
             return Step::END;
@@ -173,45 +221,108 @@ impl Shader<'_> {
         path.radiance += path.throughput * le * weight;
     }
 
-    /// The hit point on triangle `hit.prim_id` seen along unit `dir`; `None` for a
-    /// degenerate triangle (no normal).
+    /// The hit point of `ray` (unit direction `dir`) on primitive `hit.prim_id`, in world
+    /// space; `None` for a degenerate triangle (no normal).
     #[inline]
-    fn surface_hit(&self, hit: &Hit, dir: Vec3) -> Option<SurfaceHit> {
+    fn surface_hit(&self, ray: &Ray, hit: &Hit, dir: Vec3) -> Option<SurfaceHit<'_>> {
         let prim = hit.prim_id;
-        let [a, b, c] = self.scene.geometry.corners(prim);
         let [b1, b2] = hit.bary;
         let b0 = 1.0 - b1 - b2;
-        let p = a * b0 + b * b1 + c * b2;
-        let cross = (b - a).cross(c - a);
-        let ng = cross.try_normalize()?;
-        Some(SurfaceHit {
-            prim,
-            bary: [b0, b1, b2],
-            p,
-            ng,
-            wo: -dir,
-        })
+        if hit.instance == Hit::NO_INSTANCE {
+            let g = &self.scene.geometry;
+            let [a, b, c] = g.corners(prim);
+            let p = a * b0 + b * b1 + c * b2;
+            let ng = (b - a).cross(c - a).try_normalize()?;
+            return Some(SurfaceHit {
+                prim,
+                instance: hit.instance,
+                material: g.materials[prim as usize],
+                bary: [b0, b1, b2],
+                p,
+                ng,
+                wo: -dir,
+                front: hit.front_face,
+                normals: g.normals[prim as usize].map(Vec3::from),
+                texturing: Some((&g.uvs[prim as usize], [a, b, c])),
+            });
+        }
+        self.instance_surface_hit(ray, hit, dir)
+    }
+
+    /// [`Self::surface_hit`] on an instance: its BLAS's triangle (or sphere) moved into
+    /// world space by the instance's matrix; normals by its inverse transpose.
+    #[cold]
+    fn instance_surface_hit(&self, ray: &Ray, hit: &Hit, dir: Vec3) -> Option<SurfaceHit<'_>> {
+        let scene = self.scene;
+        let instance = scene.instances.get(hit.instance as usize)?;
+        let frame = self.frames.get(hit.instance as usize)?;
+        let prim = hit.prim_id;
+        match &scene.blases.get(instance.blas as usize)?.shape {
+            BlasShape::Triangles(g) => {
+                let [b1, b2] = hit.bary;
+                let b0 = 1.0 - b1 - b2;
+                let [a, b, c] = g.corners(prim).map(|v| instance.world_from_object(v));
+                let p = a * b0 + b * b1 + c * b2;
+                let ng = (b - a).cross(c - a).try_normalize()?;
+                // The object-space front normal in world space: the wound normal, reversed
+                // by a mirroring matrix.
+                let front_normal = if frame.mirrored { -ng } else { ng };
+                Some(SurfaceHit {
+                    prim,
+                    instance: hit.instance,
+                    material: g.materials[prim as usize],
+                    bary: [b0, b1, b2],
+                    p,
+                    ng,
+                    wo: -dir,
+                    front: dir.dot(front_normal) < 0.0,
+                    normals: g.normals[prim as usize].map(|n| frame.normal * Vec3::from(n)),
+                    texturing: Some((&g.uvs[prim as usize], [a, b, c])),
+                })
+            }
+            BlasShape::Spheres(spheres) => {
+                let sphere = spheres.get(prim as usize)?;
+                let p = ray.origin + ray.dir * hit.t;
+                let local = frame.world_to_object.transform_point3(p) - Vec3::from(sphere.center);
+                let ng = (frame.normal * local).try_normalize()?;
+                Some(SurfaceHit {
+                    prim,
+                    instance: hit.instance,
+                    material: sphere.material,
+                    bary: [1.0, 0.0, 0.0],
+                    p,
+                    ng,
+                    wo: -dir,
+                    front: dir.dot(ng) < 0.0,
+                    normals: [ng; 3],
+                    texturing: None,
+                })
+            }
+        }
     }
 
     /// A front-face hit on an emitter: its emission, MIS-weighted against light sampling
-    /// (pdf of reaching triangle `prim` at distance `dist` along `dir`) unless the last
-    /// bounce was a delta lobe.
+    /// (pdf of reaching the hit's triangle at distance `dist` along `dir`; 0 for a sphere,
+    /// which is not a light) unless the last bounce was a delta lobe.
     #[inline]
     fn add_emission(
         &self,
         path: &mut PathState,
         material: &Material,
-        prim: u32,
+        s: &SurfaceHit,
         dir: Vec3,
         dist: f32,
     ) {
         let weight = if path.prev_delta {
             1.0
         } else {
-            power_heuristic(
-                path.prev_pdf,
-                self.lights.pdf_triangle(self.scene, prim, dir, dist),
-            )
+            let pdf = if s.instance == Hit::NO_INSTANCE {
+                self.lights.pdf_triangle(self.scene, s.prim, dir, dist)
+            } else {
+                self.lights
+                    .pdf_instance_triangle(s.instance, s.prim, dir, dist)
+            };
+            power_heuristic(path.prev_pdf, pdf)
         };
         path.radiance += path.throughput * material.emission * weight;
     }
@@ -222,7 +333,7 @@ impl Shader<'_> {
     fn shading_frame(&self, s: &SurfaceHit) -> ShadingFrame {
         let n = if s.ng.dot(s.wo) >= 0.0 { s.ng } else { -s.ng };
         let [b0, b1, b2] = s.bary;
-        let c = self.scene.geometry.normals[s.prim as usize].map(Vec3::from);
+        let c = s.normals;
         let interpolated = (c[0] * b0 + c[1] * b1 + c[2] * b2).try_normalize();
         let ns = match interpolated.map(|v| if v.dot(n) < 0.0 { -v } else { v }) {
             Some(v) if v.dot(s.wo) > 1e-4 => v,
@@ -277,21 +388,18 @@ impl Shader<'_> {
         cos_o: f32,
         stats: &mut RenderStats,
     ) -> Vec3 {
-        let Some(tex) = tex else {
+        let (Some(tex), Some((uvs, corners))) = (tex, s.texturing) else {
             return Vec3::ONE;
         };
         let footprint = Footprint {
-            prim: s.prim,
+            uvs: uvs.map(Vec2::from),
+            corners,
             bary: s.bary,
             width: self.spread * travelled / cos_o.abs().max(0.05),
         };
         stats.texture_lookups += 1;
         stats.texture_fetches += 8;
-        sample_footprint(
-            &self.scene.textures[tex as usize],
-            &self.scene.geometry,
-            &footprint,
-        )
+        sample_footprint(&self.scene.textures[tex as usize], &footprint)
     }
 
     /// Next-event estimation: one light sample (drawing its three numbers whether or not

@@ -5,12 +5,15 @@
 //! texel density (texels per unit of world area). Texels are sRGB and filtered in linear
 //! RGB, wrapping at the edges.
 
-use crate::scene::{srgb_to_linear, Geometry, Texture};
+use crate::scene::{srgb_to_linear, Texture};
 use glam::{Vec2, Vec3};
 
 /// Where on which triangle a texture is looked up, and how wide the ray cone is there.
 pub(super) struct Footprint {
-    pub prim: u32,
+    /// The triangle's corners' texture coordinates.
+    pub uvs: [Vec2; 3],
+    /// Its corners in world space.
+    pub corners: [Vec3; 3],
     /// Barycentric weights of the triangle's three corners at the hit.
     pub bary: [f32; 3],
     /// Ray cone width at the hit, across the surface (world units).
@@ -19,12 +22,11 @@ pub(super) struct Footprint {
 
 /// Trilinear lookup of `t` (linear RGB) at `at`, on a mip level that matches the
 /// footprint's width to the texel density of the triangle.
-pub(super) fn sample_footprint(t: &Texture, geometry: &Geometry, at: &Footprint) -> Vec3 {
-    let prim = at.prim;
+pub(super) fn sample_footprint(t: &Texture, at: &Footprint) -> Vec3 {
     let bary = at.bary;
-    let uvs = geometry.uvs[prim as usize].map(Vec2::from);
+    let uvs = at.uvs;
     let uv = uvs[0] * bary[0] + uvs[1] * bary[1] + uvs[2] * bary[2];
-    let [a, b, c] = geometry.corners(prim);
+    let [a, b, c] = at.corners;
     let world_area = (b - a).cross(c - a).length();
     let uv_area = (uvs[1] - uvs[0]).perp_dot(uvs[2] - uvs[0]).abs();
     let (tw, th) = t.size();
