@@ -8,9 +8,10 @@ use crate::wave::isa::Avx2;
 /// columns (`origin[a][i]`: lane i's component a), for the eight-lane kernels
 /// ([`Avx2::box_query_eight`](crate::wave::isa::Avx2::box_query_eight),
 /// [`Avx2::triangle_query_eight`](crate::wave::isa::Avx2::triangle_query_eight)). Origins and
-/// directions are fixed for a ray's whole traversal, so they are written once, when a lane
-/// starts; the extent also when a hit shrinks it (the wave loop writes both the lane's
-/// register and its column, [`RayColumns::set_extent`]).
+/// directions change only where a two-level traversal enters or leaves an instance (the
+/// ray moved into object space and back), so they are written when a lane starts and at
+/// those transitions; the extent also when a hit shrinks it (the wave loop writes both the
+/// lane's register and its column, [`RayColumns::set_extent`]).
 #[derive(Clone, Debug)]
 pub struct RayColumns {
     pub(super) origin: [[f32; RayColumns::LANES]; 3],

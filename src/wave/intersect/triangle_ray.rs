@@ -7,8 +7,9 @@ use crate::wave::intersect::LaneRay;
 use crate::wave::isa::Avx2;
 
 /// A lane's ray prepared for triangle tests (`semantics.md` 7.2 step 1): the dominant-axis
-/// rotation and the rotated origin and direction. A traversal never changes a lane's origin
-/// or direction (only its extent), so a lane prepares this once per ray.
+/// rotation and the rotated origin and direction. A traversal changes a lane's origin and
+/// direction only at instance transitions (otherwise only its extent), so a lane prepares
+/// this once per ray and again at each transition.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct TriangleRay {
     /// Component `rotation[c]` of a vertex becomes its component c; the last element is 3,
