@@ -335,7 +335,7 @@ struct BuiltBlas {
 ///
 /// Errors: an instance naming a BLAS that does not exist, a singular or non-finite
 /// instance matrix, an id over 24 bits, both force flags, a sphere with a radius that is
-/// not finite and positive, the options' own errors ([`build`]), an image beyond 2^29
+/// not finite and positive, the options' own errors ([`build()`]), an image beyond 2^29
 /// blocks.
 pub fn build_two_level(input: &TwoLevelInput, options: &TwoLevelOptions) -> Result<TwoLevelBvh> {
     check_input(input)?;

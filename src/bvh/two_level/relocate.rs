@@ -114,7 +114,7 @@ pub fn relocate(image: &BvhImage, first_block: u64, first_ordinal: u32) -> Reloc
 
 /// The triangle BLAS at blocks `first_block..first_block + blocks` of `image` (rooted at
 /// `root`, its ordinals from `first_ordinal`, `nodes` triangle nodes), moved back to
-/// block 0 as an image of its own, as [`crate::bvh::build`] made it.
+/// block 0 as an image of its own, as [`crate::bvh::build()`] made it.
 pub fn extract(
     image: &BvhImage,
     first_block: u64,
