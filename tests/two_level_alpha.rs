@@ -21,7 +21,7 @@ const TEXELS: u32 = 8;
 
 /// Whether square `(column, row)` (row 0 at the top of the image) is opaque.
 fn opaque_square(column: u32, row: u32) -> bool {
-    (column + row) % 2 == 0
+    (column + row).is_multiple_of(2)
 }
 
 /// The unit quad in z = 0 with texture coordinates equal to (x, y); tobj splits it into

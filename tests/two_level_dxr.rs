@@ -719,14 +719,14 @@ fn skip_triangles_and_skip_procedural_primitives_skip_whole_instances() {
     ];
     for (flags, want) in cases {
         for o in run(&input, flags, accept, &rays) {
-            let what = format!("{}", o.config);
+            let what = &o.config;
             if want[0] {
-                assert_hit(&o.hits[0], 5.0, 0, quad_prim(ABOVE.0, ABOVE.1), &what);
+                assert_hit(&o.hits[0], 5.0, 0, quad_prim(ABOVE.0, ABOVE.1), what);
             } else {
                 assert!(!o.hits[0].is_hit(), "{what}: {:?}", o.hits[0]);
             }
             if want[1] {
-                assert_hit(&o.hits[1], 4.5, 1, 0, &what);
+                assert_hit(&o.hits[1], 4.5, 1, 0, what);
             } else {
                 assert!(!o.hits[1].is_hit(), "{what}: {:?}", o.hits[1]);
             }
