@@ -194,6 +194,9 @@ pub struct Candidate {
     pub t: f32,
     /// Barycentric weights of the triangle's second and third vertex (0 for procedurals).
     pub barycentrics: [f32; 2],
+    /// DXR's facing (its hit kind): for a triangle, the winding seen from the ray in object
+    /// space, swapped by the instance's `TRIANGLE_FRONT_COUNTERCLOCKWISE` ([`is_front_facing`],
+    /// the facing the culls use); for a sphere, whether the ray enters it from outside.
     pub front_face: bool,
 }
 

@@ -456,7 +456,7 @@ impl<T: Traversal> Traversal for TwoLevel<'_, T> {
                 prim,
                 t,
                 barycentrics,
-                front_face: t_denom > 0.0,
+                front_face: front,
             };
             if !shader.any_hit.any_hit(&candidate) {
                 return None;
