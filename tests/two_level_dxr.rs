@@ -976,8 +976,6 @@ fn an_any_hit_shader_that_ignores_the_nearer_quad_leaves_the_farther() {
 /// A closest-hit query whose ray flags hold accept-first-hit together with other flags
 /// applies those other flags too.
 #[test]
-#[ignore = "WaveTracer::trace_into turns such a query into an any-hit one, whose shader reads \
-            shadow_ray_flags instead of ray_flags: the other flags are lost"]
 fn accept_first_hit_keeps_the_other_ray_flags() {
     let (input, rays) = one_quad(true);
     // Rays 0 and 1 meet the front, 2 and 3 the back.

@@ -364,10 +364,10 @@ impl WaveTracer {
         self.scene.is_some()
     }
 
-    /// Whether a query runs the DXR shader rather than the plain strategy: a two-level
-    /// image, or ray flags.
-    fn uses_shader(&self, query: Query) -> bool {
-        self.scene.is_some() || self.flags(query) != RayFlags::NONE
+    /// Whether a query with ray flags `flags` runs the DXR shader rather than the plain
+    /// strategy: a two-level image, or ray flags.
+    fn uses_shader(&self, flags: RayFlags) -> bool {
+        self.scene.is_some() || flags != RayFlags::NONE
     }
 
     /// The ray flags of a query.
@@ -378,9 +378,8 @@ impl WaveTracer {
         }
     }
 
-    /// The shader of a query over this tracer's image.
-    fn scene_shader(&self, query: Query) -> SceneShader<'_> {
-        let flags = self.flags(query);
+    /// The shader of a query with ray flags `flags` over this tracer's image.
+    fn scene_shader(&self, query: Query, flags: RayFlags) -> SceneShader<'_> {
         let empty: (&[u32], &[bool], &[Vec<Sphere>], u64) = (&[], &[], &[], 0);
         let (instance_blas, blas_opaque, spheres, tlas_blocks) = match &self.scene {
             Some(s) => (
@@ -467,11 +466,10 @@ impl WaveTracer {
         counters: &mut Counters,
     ) {
         assert_eq!(rays.len(), out.len(), "one output per ray");
-        // A closest-hit query whose flags accept the first hit ends as an any-hit one.
-        let query = if self
-            .flags(query)
-            .contains(RayFlags::ACCEPT_FIRST_HIT_AND_END_SEARCH)
-        {
+        // A closest-hit query whose flags accept the first hit ends as an any-hit one; it
+        // keeps its own flags (not the shadow rays').
+        let flags = self.flags(query);
+        let query = if flags.contains(RayFlags::ACCEPT_FIRST_HIT_AND_END_SEARCH) {
             Query::AnyHit
         } else {
             query
@@ -479,6 +477,7 @@ impl WaveTracer {
         let job = TraceJob {
             rays,
             query,
+            flags,
             out,
             convert,
             counters,
@@ -677,8 +676,8 @@ impl<O: Send, C: Fn(&Ray, &LaneOutput, &mut O) + Sync> StrategyVisitor for Trace
 
     fn visit<T: CountedTraversal>(self, traversal: T) {
         let TraceWith { tracer, job } = self;
-        if tracer.uses_shader(job.query) {
-            let shader = tracer.scene_shader(job.query);
+        if tracer.uses_shader(job.flags) {
+            let shader = tracer.scene_shader(job.query, job.flags);
             let traversal = TwoLevel {
                 inner: traversal,
                 shader: &shader,
@@ -719,6 +718,8 @@ struct ImageParts {
 struct TraceJob<'j, O, C> {
     rays: &'j [Ray],
     query: Query,
+    /// The ray flags of the query as it was asked.
+    flags: RayFlags,
     out: &'j mut [O],
     convert: &'j C,
     counters: &'j mut Counters,
