@@ -132,12 +132,12 @@ fn bvh_names_the_line_of_a_malformed_statement() {
             "normal index",
         ),
         (
-            format!("v 0 0 0\nv nan 1 0\nv 0 1 0\nf 1 2 3\n"),
+            "v 0 0 0\nv nan 1 0\nv 0 1 0\nf 1 2 3\n".to_string(),
             2,
             "not finite",
         ),
         (
-            format!("v 0 0 0\nv 1 0 0\nv 0 inf 0\nf 1 2 3\n"),
+            "v 0 0 0\nv 1 0 0\nv 0 inf 0\nf 1 2 3\n".to_string(),
             3,
             "not finite",
         ),
