@@ -1,5 +1,5 @@
 //! Mesh input: OBJ parsing in file order, gzip, bad input with file:line, empty meshes and
-//! NaN vertices.
+//! NaN vertices (an error in a file, dropped by the builder from a mesh built in memory).
 
 mod bvh_common;
 
@@ -124,8 +124,12 @@ fn out_of_range_face_index_gives_file_and_line() {
 
 #[test]
 fn empty_mesh_gives_a_valid_image_that_misses_everything() {
-    let dir = tempfile::tempdir().unwrap();
-    let mesh = Mesh::load_obj(&write(dir.path(), "e.obj", "# nothing\nv 0 0 0\n")).unwrap();
+    // An OBJ file without faces is refused (see obj_without_faces_is_an_error); a mesh
+    // built in memory may be empty.
+    let mesh = Mesh {
+        positions: vec![[0.0; 3]],
+        indices: Vec::new(),
+    };
     assert!(mesh.is_empty());
     for options in all_options() {
         let built = bvh::build(&mesh, &options).unwrap();
@@ -149,10 +153,18 @@ fn empty_mesh_gives_a_valid_image_that_misses_everything() {
 
 #[test]
 fn nan_vertices_are_dropped_and_counted() {
-    let dir = tempfile::tempdir().unwrap();
-    let text =
-        "v 0 0 0\nv 1 0 0\nv 0 1 0\nv nan 0 0\nv 0 0 1\nf 1 2 3\nf 1 4 3\nf 1 2 5\nf 4 2 5\n";
-    let mesh = Mesh::load_obj(&write(dir.path(), "n.obj", text)).unwrap();
+    // In an OBJ file a NaN vertex is an error at its line (nan_or_inf_vertex_in_a_file_is_
+    // an_error_at_its_line); the builder drops the triangles of a mesh built in memory.
+    let mesh = Mesh {
+        positions: vec![
+            [0.0, 0.0, 0.0],
+            [1.0, 0.0, 0.0],
+            [0.0, 1.0, 0.0],
+            [f32::NAN, 0.0, 0.0],
+            [0.0, 0.0, 1.0],
+        ],
+        indices: vec![[0, 1, 2], [0, 3, 2], [0, 1, 4], [3, 1, 4]],
+    };
     assert_eq!(mesh.len(), 4);
     let built = bvh::build(&mesh, &BuildOptions::default()).unwrap();
     assert_eq!(built.dropped_nan_triangles, 2);
@@ -184,4 +196,81 @@ fn bad_options_and_indices_are_errors() {
         .unwrap_err()
         .to_string();
     assert!(msg.contains("triangle 0") && msg.contains('5'), "{msg}");
+}
+
+/// Loads `text` as an OBJ file and returns the error message, which must name the file at
+/// `line`.
+fn error_at_line(text: &str, line: usize) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let p = write(dir.path(), "bad.obj", text);
+    let msg = match Mesh::load_obj(&p) {
+        Ok(m) => panic!("loaded {} triangles from:\n{text}", m.len()),
+        Err(e) => e.to_string(),
+    };
+    assert!(msg.contains(&format!("{}:{line}:", p.display())), "{msg}");
+    msg
+}
+
+const TRI: &str = "v 0 0 0\nv 1 0 0\nv 0 1 0\n";
+
+#[test]
+fn nan_or_inf_vertex_in_a_file_is_an_error_at_its_line() {
+    for bad in ["nan", "inf", "-inf", "1e39"] {
+        let msg = error_at_line(&format!("{TRI}v 0 {bad} 0\nf 1 2 3\n"), 4);
+        assert!(
+            msg.contains("not finite") && msg.contains("vertex position"),
+            "{msg}"
+        );
+    }
+    // A weight that makes the position infinite.
+    let msg = error_at_line(&format!("{TRI}v 1 1 1 1e-45\nf 1 2 3\n"), 4);
+    assert!(msg.contains("weight"), "{msg}");
+}
+
+#[test]
+fn bad_texture_coordinate_or_normal_is_an_error_at_its_line() {
+    let msg = error_at_line(&format!("{TRI}vt 0 0\nvt 0 x\nf 1 2 3\n"), 5);
+    assert!(
+        msg.contains("texture coordinate") && msg.contains("`x`"),
+        "{msg}"
+    );
+    let msg = error_at_line(&format!("{TRI}vt 0\nf 1 2 3\n"), 4);
+    assert!(msg.contains("texture coordinate"), "{msg}");
+    let msg = error_at_line(&format!("{TRI}vn 0 nan 1\nf 1 2 3\n"), 4);
+    assert!(msg.contains("normal") && msg.contains("finite"), "{msg}");
+}
+
+#[test]
+fn faces_with_fewer_than_three_vertices_are_errors() {
+    let msg = error_at_line(&format!("{TRI}f 1 2 3\nf 1 2\n"), 5);
+    assert!(msg.contains("face") && msg.contains("at least 3"), "{msg}");
+    error_at_line(&format!("{TRI}f 1\nf 1 2 3\n"), 4);
+}
+
+#[test]
+fn out_of_range_texcoord_or_normal_index_is_an_error() {
+    let msg = error_at_line(&format!("{TRI}f 1/1 2/2 3/3\n"), 4);
+    assert!(msg.contains("texture coordinate index `1`"), "{msg}");
+    let msg = error_at_line(&format!("{TRI}vn 0 0 1\nf 1//1 2//1 3//2\n"), 5);
+    assert!(msg.contains("normal index `2`"), "{msg}");
+    let msg = error_at_line(&format!("{TRI}f -1 -2 -4\n"), 4);
+    assert!(msg.contains("position index `-4`"), "{msg}");
+    // Corners of one face with different attributes, and a zero index.
+    error_at_line(&format!("{TRI}vt 0 0\nf 1/1 2 3\n"), 5);
+    error_at_line(&format!("{TRI}f 0 1 2\n"), 4);
+    // In range, the same forms load.
+    let dir = tempfile::tempdir().unwrap();
+    let text = format!("{TRI}vt 0 0\nvn 0 0 1\nf 1/1/1 2/1/1 3/-1/-1\nf -3//1 -2//1 -1//1\n");
+    let mesh = Mesh::load_obj(&write(dir.path(), "ok.obj", &text)).unwrap();
+    assert_eq!(mesh.len(), 2);
+}
+
+#[test]
+fn obj_without_faces_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    for text in ["", "# nothing\nv 0 0 0\n", "# Title\n\nSome prose.\n"] {
+        let p = write(dir.path(), "e.obj", text);
+        let msg = Mesh::load_obj(&p).unwrap_err().to_string();
+        assert!(msg.contains("e.obj") && msg.contains("no faces"), "{msg}");
+    }
 }

@@ -47,7 +47,7 @@ fn check_passes_good_vectors_with_exit_0() {
 }
 
 #[test]
-fn malformed_lines_are_reported_and_the_rest_still_run() {
+fn malformed_lines_are_all_named_and_nothing_runs_with_exit_2() {
     let mut lines = sample_lines(3);
     // Line 2: descriptor type 7 instead of 8; line 4: bad JSON; line 5: short extent.
     let mut bad_type: serde_json::Value = serde_json::from_str(&lines[1]).unwrap();
@@ -60,14 +60,46 @@ fn malformed_lines_are_reported_and_the_rest_still_run() {
     lines.push(short.to_string());
     let f = write(&lines);
     let (code, out, err) = isa(&["--check", f.path().to_str().unwrap()]);
-    assert_eq!(out.trim(), "2 passed, 3 failed", "stderr: {err}");
-    assert_eq!(code, 1);
+    assert_eq!(code, 2, "stdout: {out}\nstderr: {err}");
+    // Nothing ran: no verdict on the good lines.
+    assert_eq!(out, "", "stderr: {err}");
     assert!(
         err.contains(":2:") && err.contains("desc") && err.contains("127:124"),
         "{err}"
     );
     assert!(err.contains(":4:") && err.contains("JSON"), "{err}");
     assert!(err.contains(":5:") && err.contains("extent"), "{err}");
+    assert!(err.contains("3 malformed"), "{err}");
+}
+
+#[test]
+fn one_malformed_line_writes_no_output_file_and_exits_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("m.jsonl");
+    let mut lines = sample_lines(2);
+    lines.insert(1, r#"{"cat":"x"}"#.to_string());
+    std::fs::write(&input, lines.join("\n") + "\n").unwrap();
+    let out_path = dir.path().join("g.jsonl");
+    for check in [false, true] {
+        let mut args = vec![input.to_str().unwrap(), "--out", out_path.to_str().unwrap()];
+        if check {
+            args.push("--check");
+        }
+        let (code, out, err) = isa(&args);
+        assert_eq!(code, 2, "stdout: {out}\nstderr: {err}");
+        assert!(
+            err.contains("m.jsonl:2:") && err.contains("\"desc\"") && err.contains("missing"),
+            "{err}"
+        );
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["m.jsonl"], "{names:?}");
+    }
+    // Without --out the vectors would go to stdout: nothing is printed there either.
+    let (code, out, err) = isa(&[input.to_str().unwrap()]);
+    assert_eq!((code, out.as_str()), (2, ""), "{err}");
 }
 
 #[test]

@@ -33,7 +33,8 @@ impl Mesh {
     /// Loads an OBJ file (`.obj`, or gzip-compressed `.obj.gz`), triangulated.
     ///
     /// A missing file gives [`Error::Io`] naming it; a malformed file gives [`Error::Parse`]
-    /// with the file and the 1-based line of the first offending statement.
+    /// with the file and the 1-based line of the first offending statement (see
+    /// [`Mesh::parse_obj`]), as does a file without any face.
     pub fn load_obj(path: &Path) -> Result<Mesh> {
         let raw = std::fs::read(path).map_err(|e| Error::io(path, e))?;
         let text = if raw.starts_with(&[0x1f, 0x8b]) {
@@ -48,8 +49,22 @@ impl Mesh {
         Self::parse_obj(path, &text)
     }
 
-    /// Parses OBJ text; `path` only names the source in errors.
+    /// Parses OBJ text; `path` only names the source in errors. Every line is checked
+    /// first ([`check_obj_text`]: the error names its line); a file without any face is an
+    /// error too.
     pub fn parse_obj(path: &Path, text: &[u8]) -> Result<Mesh> {
+        let counts = check_obj_text(text).map_err(|(line, m)| Error::parse(path, line, m))?;
+        if counts.faces == 0 {
+            return Err(Error::parse(
+                path,
+                0,
+                format!(
+                    "no faces: a mesh needs at least one triangle (an `f` line); \
+                     {} vertex positions and nothing else",
+                    counts.positions
+                ),
+            ));
+        }
         let options = tobj::LoadOptions {
             triangulate: true,
             single_index: false,
@@ -62,11 +77,7 @@ impl Mesh {
         });
         let models = match loaded {
             Ok((models, _materials)) => models,
-            Err(e) => {
-                let (line, message) =
-                    locate_obj_error(text).unwrap_or_else(|| (0, format!("malformed OBJ ({e})")));
-                return Err(Error::parse(path, line, message));
-            }
+            Err(e) => return Err(Error::parse(path, 0, format!("malformed OBJ ({e})"))),
         };
         let mut mesh = Mesh::default();
         for model in &models {
@@ -118,77 +129,225 @@ impl Mesh {
     }
 }
 
-/// Finds the first line tobj would reject: returns its 1-based number and a message (also
-/// used by the scene loader, which reads OBJ files through tobj too).
-pub(crate) fn locate_obj_error(text: &[u8]) -> Option<(usize, String)> {
-    for (i, line) in text.split(|&b| b == b'\n').enumerate() {
-        if std::str::from_utf8(line).is_err() {
-            return Some((i + 1, "line is not valid UTF-8".into()));
-        }
-    }
-    let text = String::from_utf8_lossy(text);
-    let (mut nv, mut nvt, mut nvn) = (0i64, 0i64, 0i64);
-    for (i, line) in text.lines().enumerate() {
+/// What [`check_obj_text`] counted in a well-formed OBJ file.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct ObjCounts {
+    /// `v` statements.
+    pub positions: usize,
+    /// `f` statements (each at least one triangle).
+    pub faces: usize,
+}
+
+/// Checks every line of an OBJ file before tobj reads it (also used by the scene loader,
+/// which reads OBJ files through tobj too). The error is the 1-based number of the first
+/// offending line and a message naming its statement:
+///
+/// - a line that is not UTF-8;
+/// - `v` without three finite numbers x y z, or followed by anything but a weight w
+///   (finite, not 0, and x/w, y/w, z/w finite) or a colour r g b; vertex colours on some
+///   `v` lines only;
+/// - `vt` without two finite numbers u v (and an optional finite w), `vn` without three
+///   finite numbers;
+/// - `f` with fewer than three corners; a corner that is not `v`, `v/vt`, `v//vn` or
+///   `v/vt/vn`, corners of one face with different attributes, or an index (1-based, or
+///   negative counting back) that names no `v`, `vt` or `vn` statement before it (the
+///   same for the corners of an `l` line, which is otherwise ignored);
+/// - `usemtl` without a material name.
+///
+/// A NaN or infinite coordinate is an error here, at its line, for every command that
+/// reads an OBJ file (`bvh`, `trace`, `bench`, `profile`, `render`). Meshes built in
+/// memory are not checked: the BVH builder leaves out their triangles with a non-finite
+/// vertex and counts them (`dropped_nan_triangles`).
+pub(crate) fn check_obj_text(text: &[u8]) -> std::result::Result<ObjCounts, (usize, String)> {
+    let mut counts = ObjCounts::default();
+    let (mut nvt, mut nvn) = (0usize, 0usize);
+    // The line of the first `v` statement and whether it gives a colour.
+    let mut first_colour: Option<(usize, bool)> = None;
+    for (i, raw) in text.split(|&b| b == b'\n').enumerate() {
         let lineno = i + 1;
+        let Ok(line) = std::str::from_utf8(raw) else {
+            return Err((lineno, "line is not valid UTF-8".into()));
+        };
         let line = line.trim();
         let mut words = line.split_whitespace();
         let Some(keyword) = words.next() else {
             continue;
         };
-        let args: Vec<&str> = words.collect();
-        let floats = |min: usize| {
-            args.len() >= min && args.iter().take(min).all(|w| w.parse::<f32>().is_ok())
-        };
         match keyword {
             "v" => {
-                if !floats(3) {
-                    return Some((lineno, format!("bad vertex position `{line}`")));
+                let colour = check_position(words)
+                    .map_err(|m| (lineno, format!("vertex position `{line}`: {m}")))?;
+                match first_colour {
+                    None => first_colour = Some((lineno, colour)),
+                    Some((first, c)) if c != colour => {
+                        let has = if c { "gives one" } else { "gives none" };
+                        return Err((
+                            lineno,
+                            format!(
+                                "vertex position `{line}`: give a colour r g b on every `v` \
+                                 line or on none (the first, line {first}, {has})"
+                            ),
+                        ));
+                    }
+                    Some(_) => {}
                 }
-                nv += 1;
+                counts.positions += 1;
+                if counts.positions > u32::MAX as usize {
+                    return Err((lineno, "more than 2^32 - 1 vertex positions".into()));
+                }
             }
             "vt" => {
-                if !floats(1) {
-                    return Some((lineno, format!("bad texture coordinate `{line}`")));
+                let n = finite_numbers(words, 3).map_err(|m| {
+                    (
+                        lineno,
+                        format!("texture coordinate `{line}`: {m} (u v [w])"),
+                    )
+                })?;
+                if n < 2 {
+                    return Err((
+                        lineno,
+                        format!("texture coordinate `{line}`: needs two numbers (u v [w])"),
+                    ));
                 }
                 nvt += 1;
             }
             "vn" => {
-                if !floats(3) {
-                    return Some((lineno, format!("bad normal `{line}`")));
+                let n = finite_numbers(words, 3)
+                    .map_err(|m| (lineno, format!("normal `{line}`: {m} (x y z)")))?;
+                if n < 3 {
+                    return Err((
+                        lineno,
+                        format!("normal `{line}`: needs three numbers (x y z)"),
+                    ));
                 }
                 nvn += 1;
             }
-            "f" => {
-                if args.len() < 3 {
-                    return Some((lineno, format!("face with fewer than 3 vertices `{line}`")));
+            "f" | "l" => {
+                let what = if keyword == "f" { "face" } else { "line" };
+                let corners = check_corners(words, [counts.positions, nvt, nvn])
+                    .map_err(|m| (lineno, format!("{what} `{line}`: {m}")))?;
+                let least = if keyword == "f" { 3 } else { 2 };
+                if corners < least {
+                    return Err((
+                        lineno,
+                        format!("{what} `{line}`: needs at least {least} vertices, has {corners}"),
+                    ));
                 }
-                for corner in &args {
-                    let mut parts = corner.split('/');
-                    let counts = [nv, nvt, nvn];
-                    for (slot, count) in counts.iter().enumerate() {
-                        match parts.next() {
-                            None => break,
-                            Some("") if slot > 0 => continue,
-                            Some(s) => {
-                                let ok = s.parse::<i64>().is_ok_and(|idx| {
-                                    (idx > 0 && idx <= *count) || (idx < 0 && -idx <= *count)
-                                });
-                                if !ok {
-                                    return Some((
-                                        lineno,
-                                        format!("bad or out-of-range face index `{corner}`"),
-                                    ));
-                                }
-                            }
-                        }
-                    }
+                if keyword == "f" {
+                    counts.faces += 1;
                 }
             }
-            "usemtl" if args.is_empty() => {
-                return Some((lineno, "usemtl without a material name".into()));
+            "usemtl" if words.next().is_none() => {
+                return Err((lineno, "usemtl without a material name".into()));
             }
             _ => {}
         }
     }
-    None
+    Ok(counts)
+}
+
+/// The numbers after `v`: three finite coordinates, then nothing, a weight or a colour.
+/// Returns whether a colour is given.
+fn check_position<'a>(words: impl Iterator<Item = &'a str>) -> std::result::Result<bool, String> {
+    let values: Vec<&str> = words.collect();
+    let numbers = |ws: &[&str]| -> std::result::Result<Vec<f32>, String> {
+        ws.iter()
+            .map(|w| match w.parse::<f32>() {
+                Ok(x) if x.is_finite() => Ok(x),
+                Ok(_) => Err(format!("`{w}` is not finite")),
+                Err(_) => Err(format!("`{w}` is not a number")),
+            })
+            .collect()
+    };
+    if values.len() < 3 {
+        return Err("needs three finite numbers (x y z)".into());
+    }
+    let xyz = numbers(&values[..3])?;
+    match values.len() {
+        3 => Ok(false),
+        4 => {
+            let w = numbers(&values[3..])?[0];
+            if w == 0.0 || xyz.iter().any(|&c| !(c / w).is_finite()) {
+                return Err(format!(
+                    "weight `{}` gives a position that is not finite",
+                    values[3]
+                ));
+            }
+            Ok(false)
+        }
+        6 => numbers(&values[3..]).map(|_| true),
+        _ => Err("after x y z give nothing, a weight w or a colour r g b".into()),
+    }
+}
+
+/// Checks that the words are at most `most` finite numbers; returns how many there are.
+fn finite_numbers<'a>(
+    words: impl Iterator<Item = &'a str>,
+    most: usize,
+) -> std::result::Result<usize, String> {
+    let mut n = 0;
+    for w in words {
+        n += 1;
+        if n > most {
+            return Err(format!("more than {most} numbers"));
+        }
+        match w.parse::<f32>() {
+            Ok(x) if x.is_finite() => {}
+            Ok(_) => return Err(format!("`{w}` is not finite")),
+            Err(_) => return Err(format!("`{w}` is not a number")),
+        }
+    }
+    Ok(n)
+}
+
+/// Checks the corners of an `f` or `l` line against the numbers of `v`, `vt` and `vn`
+/// statements before it; returns how many corners there are.
+fn check_corners<'a>(
+    words: impl Iterator<Item = &'a str>,
+    counts: [usize; 3],
+) -> std::result::Result<usize, String> {
+    const NAMES: [&str; 3] = ["position", "texture coordinate", "normal"];
+    const KEYWORDS: [&str; 3] = ["v", "vt", "vn"];
+    let mut shape: Option<[bool; 3]> = None;
+    let mut corners = 0;
+    for corner in words {
+        corners += 1;
+        let parts: Vec<&str> = corner.split('/').collect();
+        if parts.len() > 3 || parts[0].is_empty() {
+            return Err(format!(
+                "corner `{corner}` is not v, v/vt, v//vn or v/vt/vn"
+            ));
+        }
+        let mut given = [false; 3];
+        for (slot, part) in parts.iter().enumerate() {
+            if part.is_empty() {
+                continue;
+            }
+            given[slot] = true;
+            let count = counts[slot];
+            let in_range = part.parse::<i64>().is_ok_and(|idx| {
+                let back = idx.checked_neg().and_then(|b| usize::try_from(b).ok());
+                match usize::try_from(idx) {
+                    Ok(forward) => (1..=count).contains(&forward),
+                    Err(_) => back.is_some_and(|b| b <= count),
+                }
+            });
+            if !in_range {
+                return Err(format!(
+                    "corner `{corner}`: {} index `{part}` names no `{}` line ({count} so far)",
+                    NAMES[slot], KEYWORDS[slot]
+                ));
+            }
+        }
+        match shape {
+            None => shape = Some(given),
+            Some(first) if first != given => {
+                return Err(format!(
+                    "corner `{corner}` gives other attributes than the first corner"
+                ));
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(corners)
 }

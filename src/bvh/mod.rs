@@ -111,13 +111,13 @@ pub struct BuildOptions {
     pub box_grow_ulps: u8,
     /// Descriptor box sorting.
     pub box_sort: bool,
-    /// Leaf chains (only with `triangles_per_node` 2 or 4): triangles are first grouped into
-    /// fan clusters ([`cluster`]) stored in slots `0..n` of one triangle node, and a single
-    /// box child slot points at the cluster with `type = n - 1`, meaning "triangles n-1 down
-    /// to 0 of this node" (the generalisation of GPURT's triangle pairs). Traversals issue
-    /// the instruction once per triangle of the chain: see [`BvhImage::leaf_triangles`].
-    /// Off by default: then every pointer names exactly one triangle. Spatial splits are
-    /// ignored with leaf chains.
+    /// Leaf chains (only with `triangles_per_node` 2 or 4; [`build`] refuses them with 1):
+    /// triangles are first grouped into fan clusters ([`cluster`]) stored in slots `0..n` of
+    /// one triangle node, and a single box child slot points at the cluster with
+    /// `type = n - 1`, meaning "triangles n-1 down to 0 of this node" (the generalisation of
+    /// GPURT's triangle pairs). Traversals issue the instruction once per triangle of the
+    /// chain: see [`BvhImage::leaf_triangles`]. Off by default: then every pointer names
+    /// exactly one triangle. Spatial splits are ignored with leaf chains.
     pub leaf_chains: bool,
     /// Optimize the binary tree after the top-down build by moving subtrees to where they
     /// add the least surface area ([`optimize`]). Off by default: it is sequential and takes
@@ -167,13 +167,21 @@ pub struct BuiltBvh {
 
 /// Builds and encodes `mesh`.
 ///
-/// Errors: `triangles_per_node` not 1, 2 or 4; a negative or NaN mixed threshold; an index
-/// out of range; an image too large for 32-bit node pointers.
+/// Errors: `triangles_per_node` not 1, 2 or 4; `leaf_chains` with `triangles_per_node` 1; a
+/// negative or NaN mixed threshold; an index out of range; an image too large for 32-bit
+/// node pointers.
 pub fn build(mesh: &Mesh, options: &BuildOptions) -> Result<BuiltBvh> {
     if !matches!(options.triangles_per_node, 1 | 2 | 4) {
         return Err(Error::field(
             "triangles_per_node",
             format!("is {}, must be 1, 2 or 4", options.triangles_per_node),
+        ));
+    }
+    if options.leaf_chains && options.triangles_per_node == 1 {
+        return Err(Error::field(
+            "leaf_chains (--chains)",
+            "needs triangles_per_node (--tris-per-node) 2 or 4, not 1: a chain packs 2 or 4 \
+             triangles into one node",
         ));
     }
     if let BoxFormat::Mixed { max_area_growth } = options.box_format {

@@ -95,12 +95,20 @@ fn write_json(path: &std::path::Path, value: &impl serde::Serialize) -> wavetrac
     wavetrace::outfile::write_bytes_atomic(path, json.as_bytes())
 }
 
-/// The rayon pool for a command's `--threads` (all cores when absent; 0 is refused).
+/// Most worker threads a command's `--threads` may ask for: far more than any machine this
+/// runs on has cores, and few enough that starting them stays quick.
+pub(crate) const MAX_THREADS: usize = 1024;
+
+/// The rayon pool for a command's `--threads` (all cores when absent; 0 and more than
+/// [`MAX_THREADS`] are refused).
 fn thread_pool(threads: Option<usize>) -> wavetrace::Result<rayon::ThreadPool> {
     let mut builder = rayon::ThreadPoolBuilder::new();
     if let Some(n) = threads {
-        if n == 0 {
-            return Err(wavetrace::Error::field("--threads", "must be at least 1"));
+        if !(1..=MAX_THREADS).contains(&n) {
+            return Err(wavetrace::Error::field(
+                "--threads",
+                format!("{n} is not from 1 to {MAX_THREADS}"),
+            ));
         }
         builder = builder.num_threads(n);
     }

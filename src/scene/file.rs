@@ -156,6 +156,14 @@ struct NamedBlas {
     is_mesh: bool,
 }
 
+/// Whether `a` and `b` name the same existing file (after resolving links and `.`/`..`).
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
+}
+
 /// 1-based line of byte offset `pos` in `text`.
 fn line_of(text: &str, pos: usize) -> usize {
     text.as_bytes()[..pos.min(text.len())]
@@ -216,14 +224,28 @@ fn field_at(text: &str, pos: usize) -> Option<String> {
 }
 
 pub(crate) fn load(path: &Path) -> Result<Scene> {
-    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+    let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    let text = String::from_utf8(bytes).map_err(|e| {
+        let offset = e.utf8_error().valid_up_to();
+        let line = e.as_bytes()[..offset]
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count()
+            + 1;
+        Error::parse(
+            path,
+            line,
+            format!("not valid UTF-8 (byte {offset}): a scene file is TOML text"),
+        )
+    })?;
     parse(&text, path)
 }
 
 /// Parses scene-file text into a [`Scene`], loading the meshes and maps it names (paths
 /// relative to `path`'s directory). Fields are checked in this order (film, camera, render,
 /// meshes, BLASes and spheres in file order, instances, environment) and the first bad one
-/// is the error, with its line.
+/// is the error, with its line. A mesh whose `obj` is the scene file itself, and a file
+/// with no triangles and no spheres at all, are errors too.
 ///
 /// A file with only `[[mesh]]` entries is flat: every mesh goes into [`Scene::geometry`].
 /// One with any `[[blas]]`, `[[spheres]]` or `[[instance]]` entry is two-level: BLAS `i`
@@ -263,6 +285,14 @@ pub(crate) fn parse(text: &str, path: &Path) -> Result<Scene> {
     if two_level {
         let names = source.load_blases(&file, &mut scene, &mut textures)?;
         source.load_instances(&file.instance, &names, &mut scene)?;
+    }
+    if scene.geometry.triangle_count() == 0 && scene.blases.is_empty() {
+        return Err(Error::parse(
+            path,
+            0,
+            "nothing to render: the scene has no triangles and no spheres (give a [[mesh]], \
+             or [[blas]] or [[spheres]] entries and their [[instance]]s)",
+        ));
     }
     if let Some(env) = &file.environment {
         scene.environment = source.environment(env)?;
@@ -384,19 +414,25 @@ impl Source<'_> {
         textures: &mut HashMap<PathBuf, u32>,
     ) -> Result<Geometry> {
         let placement = self.placement(field, m)?;
-        load_obj(scene, &self.dir.join(m.obj.get_ref()), &placement, textures).map_err(
-            |e| match e {
-                Error::InvalidField { message, .. } => {
-                    let span = m
-                        .material
-                        .as_ref()
-                        .map(|s| s.span())
-                        .unwrap_or(m.obj.span());
-                    self.at(span, &format!("{field}.material"), message)
-                }
-                other => other,
-            },
-        )
+        let obj = self.dir.join(m.obj.get_ref());
+        if same_file(&obj, self.path) {
+            return Err(self.at(
+                m.obj.span(),
+                &format!("{field}.obj"),
+                format!("{:?} is this scene file, not an OBJ mesh", m.obj.get_ref()),
+            ));
+        }
+        load_obj(scene, &obj, &placement, textures).map_err(|e| match e {
+            Error::InvalidField { message, .. } => {
+                let span = m
+                    .material
+                    .as_ref()
+                    .map(|s| s.span())
+                    .unwrap_or(m.obj.span());
+                self.at(span, &format!("{field}.material"), message)
+            }
+            other => other,
+        })
     }
 
     /// The `[[blas]]` and `[[spheres]]` entries, in file order, as BLASes appended to

@@ -270,9 +270,10 @@ struct ObjFile {
     mtl_file: PathBuf,
 }
 
-/// Reads and parses `obj_path` (triangulated; points and lines dropped). An error in an
-/// MTL file it references is that file's error; an OBJ error names the line when
-/// [`crate::bvh::mesh::locate_obj_error`] finds it.
+/// Reads and parses `obj_path` (triangulated; points and lines dropped). Every line is
+/// checked first ([`crate::bvh::mesh::check_obj_text`]: the error names the line, a NaN or
+/// infinite coordinate included), and a file without faces is an error. An error in an MTL
+/// file it references is that file's error.
 fn read_obj(obj_path: &Path) -> Result<ObjFile> {
     let mut reader = open_maybe_gz(obj_path)?;
     let dir = obj_path.parent().unwrap_or(Path::new(".")).to_path_buf();
@@ -289,6 +290,15 @@ fn read_obj(obj_path: &Path) -> Result<ObjFile> {
     reader
         .read_to_end(&mut text)
         .map_err(|e| Error::io(obj_path, e))?;
+    let counts = crate::bvh::mesh::check_obj_text(&text)
+        .map_err(|(line, message)| Error::parse(obj_path, line, message))?;
+    if counts.faces == 0 {
+        return Err(Error::parse(
+            obj_path,
+            0,
+            "no faces: a mesh needs at least one triangle (an `f` line)",
+        ));
+    }
     let loaded = tobj::load_obj_buf(&mut text.as_slice(), &options, |mtl| {
         let path = dir.join(mtl);
         match load_mtl_with_names(&path) {
@@ -305,11 +315,8 @@ fn read_obj(obj_path: &Path) -> Result<ObjFile> {
     if let Some(e) = mtl_error.into_inner() {
         return Err(e);
     }
-    let (models, materials) = loaded.map_err(|e| {
-        let (line, message) = crate::bvh::mesh::locate_obj_error(&text)
-            .unwrap_or_else(|| (0, format!("cannot parse OBJ: {e}")));
-        Error::parse(obj_path, line, message)
-    })?;
+    let (models, materials) =
+        loaded.map_err(|e| Error::parse(obj_path, 0, format!("cannot parse OBJ: {e}")))?;
     let mtl_file = mtl_paths
         .into_inner()
         .first()
@@ -421,10 +428,16 @@ impl<'a> MeshInput<'a> {
         for v in self.mesh.positions.chunks_exact(3) {
             let p = transform.linear * Vec3::new(v[0], v[1], v[2]) + transform.translate;
             if !p.is_finite() {
+                // The file's coordinates are finite (checked at their lines): the placement
+                // overflowed.
                 return Err(Error::parse(
                     self.obj_path,
                     0,
-                    "vertex position is NaN or Inf",
+                    format!(
+                        "vertex ({}, {}, {}) is not finite once placed: the mesh's `scale` or \
+                         `translate` is too large",
+                        v[0], v[1], v[2]
+                    ),
                 ));
             }
             geometry.positions.push(p.to_array());

@@ -48,6 +48,11 @@ pub fn verify_file(path: &Path, console: Option<Console>, check_hashes: bool) ->
 }
 
 /// Runs the reference vectors in `text` (read from `path`, used in messages).
+///
+/// A file that is not JSON, has no `cases` or an empty one, or has a malformed case (a
+/// missing or mistyped field, an integer out of its field's range) is an error naming the
+/// case and the field; a case that is well formed but does not match is a failure in the
+/// report.
 pub fn verify_str(
     text: &str,
     path: &Path,
@@ -60,21 +65,31 @@ pub fn verify_str(
         .get("cases")
         .and_then(Value::as_array)
         .ok_or_else(|| Error::parse(path, 0, "no \"cases\" array"))?;
+    if cases.is_empty() {
+        return Err(Error::parse(
+            path,
+            0,
+            "the \"cases\" array is empty: nothing to verify",
+        ));
+    }
     let console = console.or_else(|| doc.get("meta").and_then(console_of_meta));
     let mut report = Report {
         console,
         cases: Vec::with_capacity(cases.len()),
     };
     for (i, case) in cases.iter().enumerate() {
-        let id = case
-            .get("id")
-            .and_then(Value::as_str)
+        let given_id = case.get("id").and_then(Value::as_str);
+        let id = given_id
             .map(str::to_string)
             .unwrap_or_else(|| format!("case #{i}"));
         let mut failures = Vec::new();
-        if let Err(e) = run_case(case, console, check_hashes, &mut failures) {
-            failures.push(e.to_string());
-        }
+        run_case(case, console, check_hashes, &mut failures).map_err(|e| {
+            let case_name = match given_id {
+                Some(given) => format!("case #{i} ({given:?})"),
+                None => format!("case #{i}"),
+            };
+            Error::parse(path, 0, format!("{case_name}: {e}"))
+        })?;
         report.cases.push(CaseOutcome { id, failures });
     }
     Ok(report)
@@ -84,7 +99,9 @@ fn console_of_meta(meta: &Value) -> Option<Console> {
     if let Some(p) = meta.get("config_params") {
         let pipes = p.get("num_pipes").and_then(Value::as_u64)?;
         let pkrs = p.get("num_pkrs").and_then(Value::as_u64)?;
-        return Console::from_config(pipes as u32, pkrs as u32).ok();
+        let pipes = u32::try_from(pipes).ok()?;
+        let pkrs = u32::try_from(pkrs).ok()?;
+        return Console::from_config(pipes, pkrs).ok();
     }
     let name = meta.get("config").and_then(Value::as_str)?;
     if name.starts_with("anaconda") {
@@ -110,7 +127,25 @@ fn uint(v: &Value, name: &str) -> Result<u64> {
 }
 
 fn u32_of(v: &Value, name: &str) -> Result<u32> {
-    u32::try_from(uint(v, name)?).map_err(|_| Error::field(name, "too large"))
+    narrow_u32(uint(v, name)?, name)
+}
+
+/// `n` as a u32, or an error naming `name` when it does not fit.
+fn narrow_u32(n: u64, name: &str) -> Result<u32> {
+    u32::try_from(n).map_err(|_| {
+        Error::field(
+            name,
+            format!("{n} does not fit in 32 bits (0..={})", u32::MAX),
+        )
+    })
+}
+
+/// The optional integer field `name` (`default` when absent), range-checked as a u32.
+fn optional_u32(v: &Value, name: &str, default: u32) -> Result<u32> {
+    match v.get(name) {
+        None => Ok(default),
+        Some(_) => u32_of(v, name),
+    }
 }
 
 fn compare<T: PartialEq + std::fmt::Debug>(
@@ -127,8 +162,8 @@ fn compare<T: PartialEq + std::fmt::Debug>(
 /// Runs one case: describes the surface, lays it out on the case's console, then compares
 /// the surface and mip fields the case gives, its samples and (with `check_hashes`) the
 /// exhaustive offset hash. A rejected case passes when the layout is refused; a case whose
-/// addressing addrlib refuses passes when ours is refused too. Mismatches go to `failures`;
-/// a malformed case is the `Err`.
+/// addressing addrlib refuses passes when ours is refused too. Mismatches (a layout or hash
+/// that wavetrace refuses included) go to `failures`; a malformed case is the `Err`.
 fn run_case(
     case: &Value,
     console: Option<Console>,
@@ -153,7 +188,15 @@ fn run_case(
         }
         return Ok(());
     }
-    let layout = layout?;
+    let layout = match layout {
+        Ok(layout) => layout,
+        Err(e) => {
+            failures.push(format!(
+                "layout: addrlib accepts it, wavetrace refused: {e}"
+            ));
+            return Ok(());
+        }
+    };
     check_surface(case, &layout, failures)?;
     check_mips(case, &layout, failures)?;
     if case.get("samples_error").is_some() {
@@ -181,7 +224,7 @@ fn case_surface(case: &Value, failures: &mut Vec<String>) -> Result<SurfaceDesc>
     let depth_or_array = if dim == Dimension::D3 {
         u32_of(case, "depth")?
     } else {
-        case.get("array_size").and_then(Value::as_u64).unwrap_or(1) as u32
+        optional_u32(case, "array_size", 1)?
     };
     Ok(SurfaceDesc {
         format,
@@ -348,7 +391,9 @@ fn check_samples(case: &Value, layout: &Layout, failures: &mut Vec<String>) -> R
                 format!("malformed sample {sample}"),
             ));
         }
-        let (mip, sl, x, y) = (v[0] as u32, v[1] as u32, v[2] as u32, v[3] as u32);
+        let coordinate = |i: usize, name: &str| narrow_u32(v[i], &format!("samples ({name})"));
+        let (mip, sl) = (coordinate(0, "mip")?, coordinate(1, "slice")?);
+        let (x, y) = (coordinate(2, "x")?, coordinate(3, "y")?);
         match layout.offset(mip, sl, x, y) {
             Ok(got) => compare(
                 failures,
@@ -369,7 +414,13 @@ fn check_texel_hash(case: &Value, layout: &Layout, failures: &mut Vec<String>) -
     };
     let expected = u64::from_str_radix(hash, 16)
         .map_err(|_| Error::field("all_texels_fnv1a64", format!("not hex: {hash}")))?;
-    let (got, count) = layout.texel_hash()?;
+    let (got, count) = match layout.texel_hash() {
+        Ok(hashed) => hashed,
+        Err(e) => {
+            failures.push(format!("all_texels_fnv1a64: wavetrace cannot hash: {e}"));
+            return Ok(());
+        }
+    };
     if let Some(n) = case.get("texel_count").and_then(Value::as_u64) {
         compare(failures, "texel_count", n, count);
     }
