@@ -3,8 +3,7 @@
 //! of non-opaque geometry as its any-hit shader.
 
 use crate::bvh::two_level::{
-    build_two_level, BlasGeometry, BlasInput, InstanceInput, Sphere, TwoLevelInput,
-    TwoLevelOptions,
+    build_two_level, BlasGeometry, BlasInput, InstanceInput, Sphere, TwoLevelInput, TwoLevelOptions,
 };
 use crate::bvh::{self, BuildOptions, Mesh};
 use crate::hw::InstanceFlags;
@@ -109,11 +108,8 @@ pub fn build_wave_tracer(
         let mesh = bvh_mesh(&scene.geometry);
         let mut built = bvh::build(&mesh, &BuildOptions::default())?;
         let settings = built.image.settings_only();
-        let tracer = WaveTracer::from_image(
-            std::mem::replace(&mut built.image, settings),
-            &mesh,
-            config,
-        );
+        let tracer =
+            WaveTracer::from_image(std::mem::replace(&mut built.image, settings), &mesh, config);
         let report = SceneBuild {
             build_seconds: built.build_seconds,
             encode_seconds: built.encode_seconds,
