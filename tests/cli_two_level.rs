@@ -240,6 +240,41 @@ fn bad_flags_and_masks_are_errors_naming_the_option() {
 }
 
 #[test]
+fn render_takes_flags_and_mask_and_names_them_in_errors() {
+    let f = fixture();
+    // A flat scene: the square as a [[mesh]] below the camera.
+    let flat = f.root.join("flat.toml");
+    let camera = &SCENE[..SCENE.find("[[blas]]").unwrap()];
+    std::fs::write(&flat, format!("{camera}[[mesh]]\nobj = \"square.obj\"\n")).unwrap();
+    let png = f.root.join("img.png");
+    let render = |extra: &[&str]| {
+        let mut args = vec!["render", path(&flat), "--out", path(&png)];
+        args.extend_from_slice(&["--spp", "1", "--threads", "1"]);
+        args.extend_from_slice(extra);
+        run(&args)
+    };
+    ok(&render(&[
+        "--ray-flags",
+        "cull_back_facing_triangles",
+        "--mask",
+        "0x05",
+    ]));
+    assert!(png.exists());
+    for (extra, name) in [
+        (["--mask", "0x100"], "--mask"),
+        (
+            ["--ray-flags", "cull_opaque,cull_non_opaque"],
+            "--ray-flags",
+        ),
+    ] {
+        let out = render(&extra);
+        assert!(!out.status.success(), "{extra:?} was accepted");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(name), "{extra:?}: {err}");
+    }
+}
+
+#[test]
 fn a_bad_scene_is_an_error_naming_the_file() {
     let f = fixture();
     let bad = f.root.join("bad.toml");
