@@ -1,19 +1,24 @@
-//! `wavetrace bench MESH --rays FILE...`: the wave model's trace speed, measured in one
-//! process. The BVH is built once; every ray file is traced `--repeat` times with each
-//! requested build of the wave loop and host schedule, alternating them and the files within
-//! each repetition so that a shared machine's drift falls on all of them alike. Reports the
-//! best and the median rate (the best is the least disturbed run), and checks that every
-//! repetition, build and schedule gave the same hits and counters.
+//! `wavetrace bench MESH_OR_SCENE --rays FILE...`: the wave model's trace speed, measured in
+//! one process. The BVH (a scene's two-level image) is built once; every ray file is traced
+//! `--repeat` times with each requested build of the wave loop and host schedule,
+//! alternating them and the files within each repetition so that a shared machine's drift
+//! falls on all of them alike. Reports the best and the median rate (the best is the least
+//! disturbed run), and checks that every repetition, build and schedule gave the same hits
+//! and counters. With `--flatten`, a scene is also traced flattened into one BLAS (every
+//! instance's triangles moved to world space), alternating with the instanced image.
 
 use super::bvh::BuildArgs;
+use super::input::Input;
 use super::trace::{ScheduleArg, SimdArg};
 use serde::Serialize;
 use std::path::PathBuf;
 use std::time::Instant;
-use wavetrace::bvh::{self, Mesh};
+use wavetrace::bvh;
+use wavetrace::bvh::two_level::{flatten, TwoLevelOptions};
 use wavetrace::counters::Counters;
 use wavetrace::host::cpu_name;
 use wavetrace::math::{HitRecord, Ray};
+use wavetrace::traverse::dxr::RayFlags;
 use wavetrace::traverse::rayfile::read_rays;
 use wavetrace::traverse::{Schedule, SimdPath, Strategy, WaveTracer, WaveTracerConfig};
 use wavetrace::wave::{Tracer, WaveWidth};
@@ -21,7 +26,9 @@ use wavetrace::{Error, Result};
 
 #[derive(clap::Args)]
 pub struct BenchArgs {
-    /// Mesh (.obj or .obj.gz).
+    /// Mesh (.obj or .obj.gz), or scene file (.toml: a two-level image with the scene's
+    /// alpha test as the any-hit shader).
+    #[arg(value_name = "MESH_OR_SCENE")]
     pub mesh: PathBuf,
     /// Ray files (8 x f32 per ray), traced in turn.
     #[arg(long, required = true, num_args = 1..)]
@@ -47,6 +54,13 @@ pub struct BenchArgs {
     pub schedule: Vec<ScheduleArg>,
     #[command(flatten)]
     pub build: BuildArgs,
+    #[command(flatten)]
+    pub dxr: super::input::DxrArgs,
+    /// Scene files: also trace the scene flattened into one BLAS (its triangle instances'
+    /// vertices transformed to world space; procedural instances left out), to compare
+    /// instanced and flattened speed in one run.
+    #[arg(long)]
+    pub flatten: bool,
     /// Also write the results as JSON here.
     #[arg(long)]
     pub json: Option<PathBuf>,
@@ -56,6 +70,8 @@ pub struct BenchArgs {
 #[derive(Serialize)]
 struct Row {
     rays_file: String,
+    /// What was traced: `mesh`, `instanced` (a scene's two-level image) or `flattened`.
+    input: &'static str,
     simd: &'static str,
     schedule: &'static str,
     rays: usize,
@@ -75,7 +91,20 @@ struct Results<'a> {
     /// The CPU that ran the traces.
     cpu: String,
     mesh: String,
+    /// Triangles of a mesh; primitives over all BLASes of a scene.
     triangles: usize,
+    /// A scene's instances (absent for a mesh).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    instances: Option<usize>,
+    /// Triangles of the flattened scene (with `--flatten`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    flattened_triangles: Option<usize>,
+    /// Per ray file, with `--flatten`: rays whose flattened hit is the instanced hit's
+    /// instance and primitive (hits exactly on shared edges and procedural hits can differ).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    flattened_agreement: Vec<usize>,
+    ray_flags: String,
+    instance_mask: u8,
     options: String,
     build_seconds: f64,
     threads: usize,
@@ -90,51 +119,141 @@ pub fn run(args: BenchArgs) -> Result<i32> {
     }
     let wave = WaveWidth::from_lanes(args.wave)
         .ok_or_else(|| Error::field("--wave", format!("is {}, must be 32 or 64", args.wave)))?;
+    let ray_flags = args.dxr.flags()?;
+    let instance_mask = args.dxr.mask()?;
     let pool = super::thread_pool(Some(args.threads))?;
-    let builds = builds_to_run(&args)?;
-    let mesh = Mesh::load_obj(&args.mesh)?;
+    let loops = builds_to_run(&args)?;
+    let input = super::input::load(&args.mesh)?;
+    if args.flatten && matches!(input, Input::Mesh(_)) {
+        return Err(Error::field(
+            "--flatten",
+            "applies to scene files (.toml) only",
+        ));
+    }
     let ray_sets: Vec<Vec<Ray>> = args
         .rays
         .iter()
         .map(|path| read_rays(path))
         .collect::<Result<_>>()?;
-    let start = Instant::now();
-    let built = pool.install(|| bvh::build(&mesh, &args.build.options()))?;
-    let build_seconds = start.elapsed().as_secs_f64();
-    let tracers: Vec<WaveTracer> = builds
-        .iter()
-        .map(|&(simd, schedule)| {
-            let config = WaveTracerConfig {
-                wave,
-                strategy: args.traversal,
-                parallel: args.threads > 1,
-                simd,
-                schedule,
-                ..Default::default()
+    let config = |simd, schedule| WaveTracerConfig {
+        wave,
+        strategy: args.traversal,
+        parallel: args.threads > 1,
+        simd,
+        schedule,
+        ray_flags,
+        instance_mask,
+        ..Default::default()
+    };
+    let mut builds = Vec::new();
+    let mut tracers: Vec<WaveTracer> = Vec::new();
+    let mut flat_mesh = None;
+    let (primitives, instances, build_seconds) = match &input {
+        Input::Mesh(mesh) => {
+            let start = Instant::now();
+            let built = pool.install(|| bvh::build(mesh, &args.build.options()))?;
+            let build_seconds = start.elapsed().as_secs_f64();
+            for &(simd, schedule) in &loops {
+                builds.push(Build::new("mesh", simd, schedule));
+                tracers.push(WaveTracer::new(&built.image, mesh, config(simd, schedule)));
+            }
+            (mesh.len(), None, build_seconds)
+        }
+        Input::Scene(scene) => {
+            let options = TwoLevelOptions {
+                blas: args.build.options(),
+                rebraid: false,
             };
-            WaveTracer::new(&built.image, &mesh, config)
-        })
-        .collect();
+            let (built, build_seconds) = pool.install(|| scene.build(&options))?;
+            for &(simd, schedule) in &loops {
+                builds.push(Build::new("instanced", simd, schedule));
+                tracers.push(scene.tracer(built.clone(), config(simd, schedule)));
+            }
+            if args.flatten {
+                let (mesh, origin) = flatten(&scene.input);
+                if mesh.is_empty() {
+                    return Err(Error::field(
+                        "--flatten",
+                        format!("{}: the scene has no triangles", args.mesh.display()),
+                    ));
+                }
+                let flat = pool.install(|| bvh::build(&mesh, &args.build.options()))?;
+                for &(simd, schedule) in &loops {
+                    builds.push(Build::new("flattened", simd, schedule));
+                    tracers.push(WaveTracer::new(&flat.image, &mesh, config(simd, schedule)));
+                }
+                flat_mesh = Some((mesh.len(), origin));
+            }
+            (
+                scene.primitives(),
+                Some(scene.input.instances.len()),
+                build_seconds,
+            )
+        }
+    };
     let timed = time_traces(&args, &pool, &builds, &tracers, &ray_sets)?;
     let rows = rows(&args, &builds, &ray_sets, &timed);
     let cpu = cpu_name();
+    let what = match instances {
+        None => format!("{primitives} triangles, BVH"),
+        Some(n) => format!("{n} instances, {primitives} primitives, two-level BVH"),
+    };
     println!(
-        "{}: {} triangles, BVH built in {:.3} s; {} thread(s), wave{}, best and median of {}",
+        "{}: {what} built in {:.3} s; {} thread(s), wave{}, best and median of {}",
         args.mesh.display(),
-        mesh.len(),
         build_seconds,
         args.threads,
         args.wave,
         args.repeat
     );
+    if ray_flags != RayFlags::NONE || instance_mask != 0xFF {
+        println!(
+            "ray flags {}, instance mask 0x{instance_mask:02X}",
+            ray_flags.names()
+        );
+    }
     println!("host CPU: {cpu}");
     print_table(&rows);
     println!("hits and counters: identical in every repetition, build and schedule");
+    let mut agreement = Vec::new();
+    if let Some((triangles, origin)) = &flat_mesh {
+        for (f, rays) in ray_sets.iter().enumerate() {
+            let (instanced, flattened) = (&timed.hits[f][0], &timed.hits[f][1]);
+            let same = instanced
+                .iter()
+                .zip(flattened)
+                .filter(|(a, b)| {
+                    let b = match origin.get(b.prim_id as usize) {
+                        Some(&(instance, prim)) if b.is_hit() => (instance, prim),
+                        _ => (u32::MAX, u32::MAX),
+                    };
+                    let a = if a.is_hit() {
+                        (a.instance, a.prim_id)
+                    } else {
+                        (u32::MAX, u32::MAX)
+                    };
+                    a == b
+                })
+                .count();
+            println!(
+                "{}: flattened ({triangles} triangles) gives the instanced hit's instance and \
+                 primitive for {same} of {} rays",
+                args.rays[f].display(),
+                rays.len()
+            );
+            agreement.push(same);
+        }
+    }
     if let Some(path) = &args.json {
         let results = Results {
             cpu,
             mesh: args.mesh.display().to_string(),
-            triangles: mesh.len(),
+            triangles: primitives,
+            instances,
+            flattened_triangles: flat_mesh.as_ref().map(|(n, _)| *n),
+            flattened_agreement: agreement,
+            ray_flags: ray_flags.names(),
+            instance_mask,
             options: format!("{:?}", args.build.options()),
             build_seconds,
             threads: args.threads,
@@ -145,6 +264,24 @@ pub fn run(args: BenchArgs) -> Result<i32> {
         super::write_json(path, &results)?;
     }
     Ok(0)
+}
+
+/// One traced configuration: what is traced, the build of the wave loop, the schedule.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Build {
+    input: &'static str,
+    simd: SimdPath,
+    schedule: Schedule,
+}
+
+impl Build {
+    fn new(input: &'static str, simd: SimdPath, schedule: Schedule) -> Build {
+        Build {
+            input,
+            simd,
+            schedule,
+        }
+    }
 }
 
 /// Each build of the loop and schedule the arguments name, once (`auto` named by the build
@@ -164,22 +301,44 @@ fn builds_to_run(args: &BenchArgs) -> Result<Vec<(SimdPath, Schedule)>> {
 }
 
 /// The timed repetitions of every ray set with every build: `seconds[f][b]` are ray set f's
-/// times with build b, `clocks[f]` its TD clocks. Every run must give what the first run of
-/// its ray set gave, hits and counters.
+/// times with build b; `hits[f][g]` and `clocks[f][g]` the hits and TD clocks of ray set f
+/// on input g (the inputs in the order the builds first name them). Every run must give
+/// what the first run of its ray set on its input gave, hits and counters.
 struct Timed {
     seconds: Vec<Vec<Vec<f64>>>,
-    clocks: Vec<u64>,
+    hits: Vec<Vec<Vec<HitRecord>>>,
+    clocks: Vec<Vec<u64>>,
 }
+
+/// Each build's input, numbered in order of first appearance.
+fn input_groups(builds: &[Build]) -> Vec<usize> {
+    let mut names: Vec<&str> = Vec::new();
+    builds
+        .iter()
+        .map(|b| match names.iter().position(|n| *n == b.input) {
+            Some(g) => g,
+            None => {
+                names.push(b.input);
+                names.len() - 1
+            }
+        })
+        .collect()
+}
+
+/// The hits and counters of a ray set's first run on one input.
+type FirstRun = Option<(Vec<HitRecord>, Counters)>;
 
 fn time_traces(
     args: &BenchArgs,
     pool: &rayon::ThreadPool,
-    builds: &[(SimdPath, Schedule)],
+    builds: &[Build],
     tracers: &[WaveTracer],
     ray_sets: &[Vec<Ray>],
 ) -> Result<Timed> {
+    let group = input_groups(builds);
+    let groups = group.iter().max().map_or(0, |g| g + 1);
     let mut seconds = vec![vec![Vec::new(); builds.len()]; ray_sets.len()];
-    let mut first: Vec<Option<(Vec<HitRecord>, Counters)>> = vec![None; ray_sets.len()];
+    let mut first: Vec<Vec<FirstRun>> = vec![vec![None; groups]; ray_sets.len()];
     for _ in 0..args.repeat {
         for (f, rays) in ray_sets.iter().enumerate() {
             for (b, tracer) in tracers.iter().enumerate() {
@@ -189,16 +348,18 @@ fn time_traces(
                 let start = Instant::now();
                 pool.install(|| tracer.closest_hit_records(rays, &mut hits, &mut counters));
                 seconds[f][b].push(start.elapsed().as_secs_f64());
-                match &first[f] {
-                    None => first[f] = Some((hits, counters)),
+                let first = &mut first[f][group[b]];
+                match first {
+                    None => *first = Some((hits, counters)),
                     Some((first_hits, first_counters)) => {
                         if *first_hits != hits || *first_counters != counters {
                             return Err(Error::Other(format!(
                                 "{}: the {} build, {} schedule, gave other hits or counters \
-                                 than the first run",
+                                 than the first run ({})",
                                 args.rays[f].display(),
-                                builds[b].0.name(),
-                                builds[b].1.name()
+                                builds[b].simd.name(),
+                                builds[b].schedule.name(),
+                                builds[b].input
                             )));
                         }
                     }
@@ -206,31 +367,38 @@ fn time_traces(
             }
         }
     }
-    let clocks = first
-        .iter()
-        .map(|r| r.as_ref().map_or(0, |(_, c)| c.td_clocks))
-        .collect();
-    Ok(Timed { seconds, clocks })
+    let mut hits = Vec::with_capacity(ray_sets.len());
+    let mut clocks = Vec::with_capacity(ray_sets.len());
+    for per_input in first {
+        let (h, c): (Vec<_>, Vec<_>) = per_input
+            .into_iter()
+            .map(|r| r.map_or((Vec::new(), 0), |(h, c)| (h, c.td_clocks)))
+            .unzip();
+        hits.push(h);
+        clocks.push(c);
+    }
+    Ok(Timed {
+        seconds,
+        hits,
+        clocks,
+    })
 }
 
 /// One row per ray set and build: best and median speed, clocks per ray, host time per lane
 /// step.
-fn rows(
-    args: &BenchArgs,
-    builds: &[(SimdPath, Schedule)],
-    ray_sets: &[Vec<Ray>],
-    timed: &Timed,
-) -> Vec<Row> {
+fn rows(args: &BenchArgs, builds: &[Build], ray_sets: &[Vec<Ray>], timed: &Timed) -> Vec<Row> {
+    let group = input_groups(builds);
     let mut rows = Vec::new();
     for (f, rays) in ray_sets.iter().enumerate() {
-        let clocks = timed.clocks[f];
-        for (b, (simd, schedule)) in builds.iter().enumerate() {
+        for (b, build) in builds.iter().enumerate() {
+            let clocks = timed.clocks[f][group[b]];
             let (_, best, median) = super::first_best_median(&timed.seconds[f][b]);
             let n = rays.len() as f64;
             rows.push(Row {
                 rays_file: args.rays[f].display().to_string(),
-                simd: simd.name(),
-                schedule: schedule.name(),
+                input: build.input,
+                simd: build.simd.name(),
+                schedule: build.schedule.name(),
                 rays: rays.len(),
                 best_rays_per_second: n / best,
                 median_rays_per_second: n / median,
@@ -251,13 +419,22 @@ fn print_table(rows: &[Row]) {
         .unwrap_or(0)
         .max(4);
     println!(
-        "{:<width$} {:>9} {:>9} {:>8} {:>11} {:>11} {:>10} {:>10}",
-        "rays", "build", "schedule", "rays", "best Mr/s", "median Mr/s", "clocks/ray", "ns/step"
+        "{:<width$} {:>9} {:>9} {:>9} {:>8} {:>11} {:>11} {:>10} {:>10}",
+        "rays",
+        "input",
+        "build",
+        "schedule",
+        "rays",
+        "best Mr/s",
+        "median Mr/s",
+        "clocks/ray",
+        "ns/step"
     );
     for r in rows {
         println!(
-            "{:<width$} {:>9} {:>9} {:>8} {:>11.3} {:>11.3} {:>10.2} {:>10.2}",
+            "{:<width$} {:>9} {:>9} {:>9} {:>8} {:>11.3} {:>11.3} {:>10.2} {:>10.2}",
             r.rays_file,
+            r.input,
             r.simd,
             r.schedule,
             r.rays,

@@ -1,9 +1,11 @@
-//! `wavetrace bvh MESH`: build a BVH image, print build time, quality metrics and the
-//! validator's verdict (exit 1 if invalid); optionally dump the image.
+//! `wavetrace bvh MESH_OR_SCENE`: build a BVH image, print build time, quality metrics and
+//! the validator's verdict (exit 1 if invalid); optionally dump the image. A scene file
+//! (.toml) builds a two-level image and reports each level.
 
 use clap::ValueEnum;
 use std::path::PathBuf;
 use std::time::Instant;
+use wavetrace::bvh::two_level::{validate_two_level, BlasKind, TwoLevelOptions};
 use wavetrace::bvh::{self, BoxFormat, BuildOptions, Mesh, NodeOrder};
 use wavetrace::hw::TriangleReturnMode;
 use wavetrace::outfile::write_bytes_atomic;
@@ -86,7 +88,9 @@ impl BuildArgs {
 
 #[derive(clap::Args)]
 pub struct BvhArgs {
-    /// Mesh to build (.obj or .obj.gz).
+    /// Mesh to build (.obj or .obj.gz), or scene file (.toml: a two-level image, TLAS over
+    /// instances of BLASes, each level reported).
+    #[arg(value_name = "MESH_OR_SCENE")]
     pub mesh: PathBuf,
     #[command(flatten)]
     pub build: BuildArgs,
@@ -104,9 +108,22 @@ pub struct BvhArgs {
     /// whatever memory the allocator kept). The image and metrics are the first build's.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     pub repeat: u32,
+    /// Scene files: open large instances one level into their BLAS (one TLAS leaf per
+    /// child of the BLAS root, GPURT's rebraid).
+    #[arg(long)]
+    pub rebraid: bool,
 }
 
 pub fn run(args: BvhArgs) -> Result<i32> {
+    if super::input::is_scene(&args.mesh) {
+        return run_scene(&args);
+    }
+    if args.rebraid {
+        return Err(wavetrace::Error::field(
+            "--rebraid",
+            "applies to scene files (.toml) only",
+        ));
+    }
     let options = args.build.options();
     let pool = super::thread_pool(args.threads)?;
 
@@ -201,6 +218,176 @@ pub fn run(args: BvhArgs) -> Result<i32> {
         );
         println!("max depth           {}", m.max_depth);
         println!("box fill rate       {:.3}", m.fill_rate);
+        if errors.is_empty() {
+            println!("validator           valid");
+        } else {
+            println!("validator           INVALID ({} errors)", errors.len());
+            for e in errors.iter().take(20) {
+                println!("  {e}");
+            }
+        }
+    }
+    Ok(if errors.is_empty() { 0 } else { 1 })
+}
+
+/// One BLAS of a two-level image, as `bvh` reports it.
+#[derive(serde::Serialize)]
+struct BlasReport {
+    name: String,
+    kind: &'static str,
+    opaque: bool,
+    primitives: usize,
+    box_nodes: usize,
+    max_depth: usize,
+    bytes: u64,
+    /// Instances that use it.
+    instances: usize,
+    /// The triangle BLAS's SAH cost, built alone (absent for spheres).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sah_cost: Option<f64>,
+    dropped_nan_triangles: usize,
+}
+
+/// `bvh SCENE.toml`: the two-level build, each level, the validator.
+fn run_scene(args: &BvhArgs) -> Result<i32> {
+    let options = TwoLevelOptions {
+        blas: args.build.options(),
+        rebraid: args.rebraid,
+    };
+    let pool = super::thread_pool(args.threads)?;
+    let start = Instant::now();
+    let scene = super::input::load_scene(&args.mesh)?;
+    let load_seconds = start.elapsed().as_secs_f64();
+    let (built, _) = pool.install(|| scene.build(&options))?;
+    let mut repeats = vec![built.build_seconds + built.encode_seconds];
+    for _ in 1..args.repeat {
+        let (again, _) = pool.install(|| scene.build(&options))?;
+        repeats.push(again.build_seconds + again.encode_seconds);
+    }
+    let (first, best, median) = super::first_best_median(&repeats);
+    let start = Instant::now();
+    let errors = validate_two_level(&built, &scene.input);
+    let validate_seconds = start.elapsed().as_secs_f64();
+    if let Some(path) = &args.dump {
+        write_bytes_atomic(path, &built.image.bytes)?;
+    }
+    let input = &scene.input;
+    let blases: Vec<BlasReport> = built
+        .blases
+        .iter()
+        .enumerate()
+        .map(|(i, b)| BlasReport {
+            name: scene
+                .scene
+                .blases
+                .get(i)
+                .map_or_else(|| "mesh".to_string(), |s| s.name.clone()),
+            kind: match b.kind {
+                BlasKind::Triangles => "triangles",
+                BlasKind::Spheres => "spheres",
+            },
+            opaque: b.opaque,
+            primitives: b.primitives,
+            box_nodes: b.box_nodes,
+            max_depth: b.max_depth,
+            bytes: 64 * b.blocks,
+            instances: input
+                .instances
+                .iter()
+                .filter(|n| n.blas as usize == i)
+                .count(),
+            sah_cost: b.metrics.as_ref().map(|m| m.sah_cost),
+            dropped_nan_triangles: b.dropped_nan_triangles,
+        })
+        .collect();
+    let t = &built.tlas;
+    let image_bytes = built.image.bytes.len();
+    if args.json {
+        let value = serde_json::json!({
+            "scene": args.mesh.display().to_string(),
+            "threads": pool.current_num_threads(),
+            "options": format!("{:?}", options.blas),
+            "rebraid": options.rebraid,
+            "load_seconds": load_seconds,
+            "build_seconds": built.build_seconds,
+            "encode_seconds": built.encode_seconds,
+            "validate_seconds": validate_seconds,
+            "repeat_build_encode_seconds": repeats,
+            "image_bytes": image_bytes,
+            "root": built.image.root.to_u32(),
+            "descriptor": built.image.descriptor.to_dwords(),
+            "tlas": {
+                "instances": input.instances.len(),
+                "instance_nodes": t.instance_nodes,
+                "box_nodes": t.box_nodes,
+                "blocks": t.blocks,
+                "bytes": 64 * t.blocks,
+                "rebraided_instances": t.rebraided_instances,
+                "max_depth": t.max_depth,
+                "sah_cost": t.sah_cost,
+            },
+            "blases": blases,
+            "valid": errors.is_empty(),
+            "errors": errors.iter().take(100).map(|e| e.to_string()).collect::<Vec<_>>(),
+        });
+        println!("{value}");
+    } else {
+        println!("scene               {}", args.mesh.display());
+        println!("threads             {}", pool.current_num_threads());
+        println!("options             {:?}", options.blas);
+        println!(
+            "rebraid             {}",
+            if options.rebraid { "on" } else { "off" }
+        );
+        println!("load (parse) s      {load_seconds:.3}");
+        println!("build s             {:.3}", built.build_seconds);
+        println!("encode s            {:.3}", built.encode_seconds);
+        if repeats.len() > 1 {
+            println!(
+                "build+encode s      first {first:.3}, best {best:.3}, median {median:.3} of {} in this process",
+                repeats.len()
+            );
+        }
+        println!("validate s          {validate_seconds:.3}");
+        println!("image bytes         {image_bytes}");
+        println!("TLAS");
+        println!("instances           {}", input.instances.len());
+        println!(
+            "instance nodes      {} ({} instances rebraided)",
+            t.instance_nodes, t.rebraided_instances
+        );
+        println!("box nodes           {}", t.box_nodes);
+        println!("blocks / bytes      {} / {}", t.blocks, 64 * t.blocks);
+        println!("max depth           {}", t.max_depth);
+        println!(
+            "SAH cost            {:.3} (C_box = 1, C_leaf = 1)",
+            t.sah_cost
+        );
+        println!("BLASes              {}", blases.len());
+        println!(
+            "  {:>3} {:<16} {:<9} {:>6} {:>10} {:>9} {:>5} {:>10} {:>9}",
+            "#", "name", "kind", "opaque", "primitives", "box nodes", "depth", "bytes", "instances"
+        );
+        for (i, b) in blases.iter().enumerate() {
+            println!(
+                "  {:>3} {:<16} {:<9} {:>6} {:>10} {:>9} {:>5} {:>10} {:>9}",
+                i,
+                b.name,
+                b.kind,
+                if b.opaque { "yes" } else { "no" },
+                b.primitives,
+                b.box_nodes,
+                b.max_depth,
+                b.bytes,
+                b.instances
+            );
+            if b.dropped_nan_triangles > 0 {
+                println!(
+                    "      warning: {} triangles with NaN/infinite vertices dropped",
+                    b.dropped_nan_triangles
+                );
+            }
+        }
         if errors.is_empty() {
             println!("validator           valid");
         } else {

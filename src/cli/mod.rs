@@ -4,6 +4,7 @@ use clap::{Parser, Subcommand};
 
 mod bench;
 mod bvh;
+mod input;
 mod isa;
 mod peak;
 mod profile;

@@ -2,16 +2,20 @@
 //!
 //! Runs the same rays through every selected variant of the wave model, checks each
 //! variant's hits against the scalar reference traversal, prints a table ranked by
-//! modelled rays/s, and optionally writes CSV, JSON and per-variant heatmaps.
+//! modelled rays/s, and optionally writes CSV, JSON and per-variant heatmaps. A scene file
+//! is profiled flattened into one mesh on every axis but the TLAS axis, which traces its
+//! two-level image with and without rebraiding beside the flattened mesh.
 
 use glam::Vec3;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use wavetrace::bvh::two_level::flatten;
 use wavetrace::bvh::Mesh;
 use wavetrace::hw::peak::ConsoleConfig;
 use wavetrace::outfile::write_bytes_atomic;
+use wavetrace::profile::two_level::{self, SceneRays};
 use wavetrace::profile::{self, heatmap, rays::PinholeCamera, QueryKind, RayKind, RaySet};
-use wavetrace::scene::Scene;
+use wavetrace::traverse::dxr::RayFlags;
 use wavetrace::traverse::rayfile::read_rays;
 use wavetrace::{Error, Result};
 
@@ -49,6 +53,9 @@ pub struct ProfileArgs {
     /// Worker threads (default: all cores).
     #[arg(long)]
     pub threads: Option<usize>,
+    // Ray flags and mask: the TLAS axis's rays (scene files only).
+    #[command(flatten)]
+    pub dxr: super::input::DxrArgs,
 }
 
 fn parse_size(s: &str) -> Result<(u32, u32)> {
@@ -100,18 +107,35 @@ pub fn run(args: ProfileArgs) -> Result<i32> {
             format!("`{}`: must be series-s or series-x", args.target),
         )
     })?;
-    let variants = profile::select_variants(&args.strategies)?;
+    let is_scene = super::input::is_scene(&args.input);
+    let variants = if is_scene {
+        profile::select_scene_variants(&args.strategies)?
+    } else {
+        profile::select_variants(&args.strategies)?
+    };
+    let scene_rays = SceneRays {
+        flags: args.dxr.flags()?,
+        mask: args.dxr.mask()?,
+    };
+    let plain_rays = scene_rays.flags == RayFlags::NONE && scene_rays.mask == 0xFF;
+    if !plain_rays && !is_scene {
+        return Err(Error::field(
+            if scene_rays.flags == RayFlags::NONE {
+                "--mask"
+            } else {
+                "--ray-flags"
+            },
+            "applies to the TLAS axis of a scene file (.toml) only",
+        ));
+    }
     let (width, height) = parse_size(&args.size)?;
     let camera_override = args.camera.as_deref().map(parse_camera).transpose()?;
     let pool = super::thread_pool(args.threads)?;
 
-    let is_scene = args
-        .input
-        .extension()
-        .is_some_and(|e| e.eq_ignore_ascii_case("toml"));
     let (mesh, scene) = if is_scene {
-        let scene = Scene::load(&args.input)?;
-        (profile::scene_mesh(&scene), Some(scene))
+        let scene = super::input::load_scene(&args.input)?;
+        // A flat scene's one identity instance flattens to its own triangles.
+        (flatten(&scene.input).0, Some(scene))
     } else {
         (Mesh::load_obj(&args.input)?, None)
     };
@@ -123,7 +147,7 @@ pub fn run(args: ProfileArgs) -> Result<i32> {
     }
     let primary = match (&camera_override, &scene) {
         (Some(c), _) => c.primary_rays(width, height),
-        (None, Some(scene)) => profile::scene_primary_rays(scene, width, height),
+        (None, Some(scene)) => profile::scene_primary_rays(&scene.scene, width, height),
         (None, None) => {
             PinholeCamera::framing(&profile::mesh_bounds(&mesh)).primary_rays(width, height)
         }
@@ -151,17 +175,57 @@ pub fn run(args: ProfileArgs) -> Result<i32> {
             }
         };
         let ray_seconds = start.elapsed().as_secs_f64();
-        let mut report = profile::profile(
-            &input,
-            &mesh,
-            &set,
-            &variants,
-            &console,
-            reference.as_deref(),
-        )?;
+        let (tlas, flat): (Vec<_>, Vec<_>) =
+            variants.iter().cloned().partition(|v| v.tlas.is_some());
+        let reference = match (reference, &scene) {
+            // The scene's variants all need the canonical reference: computed once here.
+            (None, Some(_)) => Some(profile::reference_hits(
+                &profile::reference_image(&mesh)?,
+                &mesh,
+                &set.rays,
+            )),
+            (r, _) => r,
+        };
+        let mut report =
+            profile::profile(&input, &mesh, &set, &flat, &console, reference.as_deref())?;
         report.reference_seconds += ray_seconds;
+        if let (Some(scene), Some(canonical), false) = (&scene, &reference, tlas.is_empty()) {
+            let start = std::time::Instant::now();
+            let whole = two_level::scene_reference_hits(&scene.input, &set.rays, canonical);
+            report.reference_seconds += start.elapsed().as_secs_f64();
+            for v in &tlas {
+                let checked = plain_rays.then(|| two_level::reference_for(v, &whole, canonical));
+                let references = two_level::References { checked, canonical };
+                let r = two_level::measure_tlas(
+                    v,
+                    &scene.input,
+                    &mesh,
+                    &set,
+                    &console,
+                    scene_rays,
+                    references,
+                )?;
+                report.variants.push(r);
+            }
+            profile::rank(&mut report.variants);
+        }
         Ok(report)
     })?;
+    if report.variants.iter().any(|v| v.axis == "TLAS") {
+        println!(
+            "TLAS axis: traced by the lockstep schedule (NaN: the stream schedule's stack and \
+             node-byte tallies, not measured); guard: hit or miss and t within 1e-4 of the \
+             flattened scene's scalar reference and f64 sphere hits; any-hit accepts all"
+        );
+    }
+    if !plain_rays {
+        println!(
+            "TLAS axis traced with ray flags {} and instance mask 0x{:02X} (not checked \
+             against the reference; the other axes trace without them)",
+            scene_rays.flags.names(),
+            scene_rays.mask
+        );
+    }
 
     print!("{}", profile::to_table(&report));
     let wrong: Vec<&str> = report

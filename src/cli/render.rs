@@ -57,6 +57,10 @@ pub struct RenderArgs {
     /// Write a PNG heatmap of the mean TD clocks of each pixel's camera rays.
     #[arg(long)]
     pub heatmap: Option<PathBuf>,
+    // `--ray-flags` are the shadow rays' (besides the accept-first-hit that makes them
+    // any-hit queries); `--mask` is every ray's instance inclusion mask.
+    #[command(flatten)]
+    pub dxr: super::input::DxrArgs,
 }
 
 fn parse_wave(s: &str) -> std::result::Result<u32, String> {
@@ -79,6 +83,8 @@ fn png_path(path: &Path, flag: &str) -> Result<()> {
 
 pub fn run(args: RenderArgs) -> Result<i32> {
     let console = check_args(&args)?;
+    let shadow_ray_flags = args.dxr.flags()?;
+    let instance_mask = args.dxr.mask()?;
     let wave = if args.wave == 64 {
         WaveWidth::W64
     } else {
@@ -100,6 +106,8 @@ pub fn run(args: RenderArgs) -> Result<i32> {
         wave,
         console,
         strategy: args.traversal,
+        shadow_ray_flags,
+        instance_mask,
         ..WaveTracerConfig::default()
     };
     let (tracer, built) = pool.install(|| build_wave_tracer(&scene, config))?;

@@ -1,18 +1,21 @@
-//! `wavetrace trace MESH --rays FILE --out FILE`: build a BVH for a mesh, trace a ray file
-//! through the wave model, write the hits, print the report table (and optionally write it
-//! as JSON with `--stats`).
+//! `wavetrace trace MESH_OR_SCENE --rays FILE --out FILE`: build a BVH for a mesh (or a
+//! two-level image for a scene file), trace a ray file through the wave model, write the
+//! hits, print the report table (and optionally write it as JSON with `--stats`).
 
+use super::input::Input;
 use clap::ValueEnum;
 use serde::Serialize;
 use std::path::PathBuf;
 use std::time::Instant;
-use wavetrace::bvh::{self, Mesh};
+use wavetrace::bvh;
+use wavetrace::bvh::two_level::TwoLevelOptions;
 use wavetrace::counters::report::Report;
 use wavetrace::counters::Counters;
 use wavetrace::hw::peak::{SERIES_S, SERIES_X};
 use wavetrace::math::HitRecord;
 use wavetrace::outfile::write_bytes_atomic;
-use wavetrace::traverse::rayfile::{encode_hits, read_rays};
+use wavetrace::traverse::dxr::RayFlags;
+use wavetrace::traverse::rayfile::{encode_hits, encode_scene_hits, read_rays};
 use wavetrace::traverse::{Schedule, SimdPath, Strategy, WaveTracer, WaveTracerConfig};
 use wavetrace::wave::{Tracer, WaveWidth};
 use wavetrace::{Error, Result};
@@ -65,12 +68,16 @@ impl ScheduleArg {
 
 #[derive(clap::Args)]
 pub struct TraceArgs {
-    /// Mesh (.obj or .obj.gz).
+    /// Mesh (.obj or .obj.gz), or scene file (.toml: traced as a two-level image, TLAS
+    /// over instances of BLASes, with the scene's alpha test as the any-hit shader).
+    #[arg(value_name = "MESH_OR_SCENE")]
     pub mesh: PathBuf,
     /// Ray file: little-endian, 8 x f32 per ray (origin xyz, dir xyz, tmin, tmax).
     #[arg(long)]
     pub rays: PathBuf,
-    /// Hit file to write: per ray f32 t (+inf for a miss), u32 primitive id (0xFFFFFFFF).
+    /// Hit file to write: per ray f32 t (+inf for a miss), u32 primitive id (0xFFFFFFFF);
+    /// for a scene file 12 bytes per ray: f32 t, u32 instance, u32 primitive within the
+    /// instance's BLAS (a miss: +inf, 0xFFFFFFFF, 0xFFFFFFFF).
     #[arg(long)]
     pub out: PathBuf,
     /// Wave width: 32 or 64.
@@ -85,6 +92,8 @@ pub struct TraceArgs {
     pub traversal: Strategy,
     #[command(flatten)]
     pub build: super::bvh::BuildArgs,
+    #[command(flatten)]
+    pub dxr: super::input::DxrArgs,
     /// Worker threads (default: all cores).
     #[arg(long)]
     pub threads: Option<usize>,
@@ -101,7 +110,8 @@ pub struct TraceArgs {
     #[arg(long, value_enum, default_value = "lockstep")]
     pub schedule: ScheduleArg,
     /// Write the instruction's own t (t_num / t_denom) instead of recomputing the hit
-    /// triangle's plane distance in f64 (see `bvh::plane_distance_f64`).
+    /// triangle's plane distance in f64 (see `bvh::plane_distance_f64`). A scene's hits
+    /// always keep the instruction's t (in the instance's object space, the same number).
     #[arg(long)]
     pub raw_t: bool,
 }
@@ -112,7 +122,16 @@ struct Stats<'a> {
     mesh: String,
     rays_file: String,
     rays: u64,
+    /// Triangles of a mesh; primitives (triangles and spheres) over all BLASes of a scene.
     triangles: usize,
+    /// A scene's instances and BLASes (absent for a bare mesh).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    instances: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    blases: Option<usize>,
+    /// The DXR ray flags of the rays ("none" without any) and the instance mask.
+    ray_flags: String,
+    instance_mask: u8,
     /// The BVH build options.
     options: String,
     /// BVH build + encode, seconds.
@@ -133,11 +152,8 @@ pub fn run(args: TraceArgs) -> Result<i32> {
     let pool = super::thread_pool(args.threads)?;
     let threads = pool.current_num_threads();
     let simd = args.simd.path()?;
-    let mesh = Mesh::load_obj(&args.mesh)?;
-    let rays = read_rays(&args.rays)?;
-    let start = Instant::now();
-    let built = pool.install(|| bvh::build(&mesh, &args.build.options()))?;
-    let build_seconds = start.elapsed().as_secs_f64();
+    let ray_flags = args.dxr.flags()?;
+    let instance_mask = args.dxr.mask()?;
     let config = WaveTracerConfig {
         wave: WaveWidth::from_lanes(args.wave)
             .ok_or_else(|| Error::field("--wave", format!("is {}, must be 32 or 64", args.wave)))?,
@@ -149,24 +165,61 @@ pub fn run(args: TraceArgs) -> Result<i32> {
         parallel: threads > 1,
         simd,
         schedule: args.schedule.schedule(),
+        ray_flags,
+        instance_mask,
         ..WaveTracerConfig::default()
     };
-    // The image moves into the tracer, which frees it once it has its aligned copy.
-    let tracer = WaveTracer::from_image(built.image, &mesh, config);
+    let input = super::input::load(&args.mesh)?;
+    let rays = read_rays(&args.rays)?;
     // What the hit file keeps (no barycentrics or facing: they are not computed).
     let mut hits = vec![HitRecord::MISS; rays.len()];
     let mut counters = Counters::default();
-    let start = Instant::now();
-    pool.install(|| tracer.closest_hit_records(&rays, &mut hits, &mut counters));
-    let trace_seconds = start.elapsed().as_secs_f64();
-    if !args.raw_t {
-        // The hit shader's step, after traversal: an accurate distance for the chosen hit.
-        for (hit, ray) in hits.iter_mut().zip(&rays) {
-            hit.t = bvh::refined_distance(&mesh, ray, hit.t, hit.prim_id);
+    let (primitives, scene_sizes, build_seconds, trace_seconds, bytes) = match &input {
+        Input::Mesh(mesh) => {
+            let start = Instant::now();
+            let built = pool.install(|| bvh::build(mesh, &args.build.options()))?;
+            let build_seconds = start.elapsed().as_secs_f64();
+            // The image moves into the tracer, which frees it once it has its aligned copy.
+            let tracer = WaveTracer::from_image(built.image, mesh, config);
+            let start = Instant::now();
+            pool.install(|| tracer.closest_hit_records(&rays, &mut hits, &mut counters));
+            let trace_seconds = start.elapsed().as_secs_f64();
+            if !args.raw_t {
+                // The hit shader's step, after traversal: an accurate distance for the
+                // chosen hit.
+                for (hit, ray) in hits.iter_mut().zip(&rays) {
+                    hit.t = bvh::refined_distance(mesh, ray, hit.t, hit.prim_id);
+                }
+            }
+            (
+                mesh.len(),
+                None,
+                build_seconds,
+                trace_seconds,
+                encode_hits(&hits),
+            )
         }
-    }
-    write_bytes_atomic(&args.out, &encode_hits(&hits))?;
-    let report = Report::new(
+        Input::Scene(scene) => {
+            let options = TwoLevelOptions {
+                blas: args.build.options(),
+                rebraid: false,
+            };
+            let (built, build_seconds) = pool.install(|| scene.build(&options))?;
+            let tracer = scene.tracer(built, config);
+            let start = Instant::now();
+            pool.install(|| tracer.closest_hit_records(&rays, &mut hits, &mut counters));
+            let trace_seconds = start.elapsed().as_secs_f64();
+            (
+                scene.primitives(),
+                Some((scene.input.instances.len(), scene.input.blases.len())),
+                build_seconds,
+                trace_seconds,
+                encode_scene_hits(&hits),
+            )
+        }
+    };
+    write_bytes_atomic(&args.out, &bytes)?;
+    let mut report = Report::new(
         &counters,
         trace_seconds,
         threads,
@@ -174,23 +227,41 @@ pub fn run(args: TraceArgs) -> Result<i32> {
         &config.strategy.name(),
         &config.console,
     );
+    if scene_sizes.is_some() {
+        report = report.with_levels();
+    }
+    let what = match scene_sizes {
+        None => format!("{primitives} triangles, BVH"),
+        Some((instances, blases)) => format!(
+            "{instances} instances of {blases} BLASes ({primitives} primitives), two-level BVH"
+        ),
+    };
     println!(
-        "{}: {} triangles, BVH built in {:.3} s; {}: traced in {:.3} s ({} build, {})",
+        "{}: {what} built in {:.3} s; {}: traced in {:.3} s ({} build, {})",
         args.mesh.display(),
-        mesh.len(),
         build_seconds,
         args.rays.display(),
         trace_seconds,
         config.simd.resolve().name(),
         config.schedule.name()
     );
+    if ray_flags != RayFlags::NONE || instance_mask != 0xFF {
+        println!(
+            "ray flags {}, instance mask 0x{instance_mask:02X}",
+            ray_flags.names()
+        );
+    }
     print!("{}", report.table());
     if let Some(path) = &args.stats {
         let stats = Stats {
             mesh: args.mesh.display().to_string(),
             rays_file: args.rays.display().to_string(),
             rays: counters.rays,
-            triangles: mesh.len(),
+            triangles: primitives,
+            instances: scene_sizes.map(|s| s.0),
+            blases: scene_sizes.map(|s| s.1),
+            ray_flags: ray_flags.names(),
+            instance_mask,
             options: format!("{:?}", args.build.options()),
             build_seconds,
             trace_seconds,

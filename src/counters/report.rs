@@ -77,6 +77,67 @@ pub struct Derived {
     pub hit_share: f64,
 }
 
+/// A two-level trace's work split by level, and its traversal shader's work.
+///
+/// The TD clocks of each level follow from what is counted: every TD clock is one lane's box
+/// query or triangle test (`wave::td`); an instance node (type 6) reaches the TD as a user
+/// node and costs no clock, and the TLAS holds only box nodes and instance nodes. So the
+/// TLAS's clocks are its box queries (`tlas.box_queries`), and the BLASes' are the rest:
+/// their box queries, every triangle test (procedural leaves are user nodes too).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct LevelSplit {
+    /// TLAS box queries (one clock each).
+    pub tlas_box_queries: u64,
+    /// TD clocks spent in the TLAS (= its box queries).
+    pub tlas_clocks: u64,
+    /// Instance-node queries: lanes that reached an instance node (no TD clock).
+    pub tlas_instance_node_queries: u64,
+    /// BLAS box queries (`td.box_queries - tlas.box_queries`).
+    pub blas_box_queries: u64,
+    /// BLAS triangle tests (all of `td.triangle_tests`).
+    pub blas_triangle_tests: u64,
+    /// TD clocks spent in the BLASes (`td.clocks - tlas clocks`).
+    pub blas_clocks: u64,
+    /// Share of the TD clocks spent in the TLAS.
+    pub tlas_clock_share: f64,
+    pub tlas_clocks_per_ray: f64,
+    pub blas_clocks_per_ray: f64,
+    pub instance_transitions: u64,
+    pub instance_transitions_per_ray: f64,
+    pub instance_node_bytes: u64,
+    pub transform_alu_ops: u64,
+    pub candidate_hits: u64,
+    pub any_hit_invocations: u64,
+    pub intersection_invocations: u64,
+}
+
+impl LevelSplit {
+    /// The split of counters `c`.
+    pub fn new(c: &Counters) -> LevelSplit {
+        let s = &c.shader;
+        let tlas_clocks = s.tlas_box_queries;
+        let blas_clocks = c.td_clocks.saturating_sub(tlas_clocks);
+        LevelSplit {
+            tlas_box_queries: s.tlas_box_queries,
+            tlas_clocks,
+            tlas_instance_node_queries: s.instance_nodes,
+            blas_box_queries: c.td_box_queries.saturating_sub(s.tlas_box_queries),
+            blas_triangle_tests: c.td_triangle_tests,
+            blas_clocks,
+            tlas_clock_share: ratio(tlas_clocks, c.td_clocks),
+            tlas_clocks_per_ray: ratio(tlas_clocks, c.rays),
+            blas_clocks_per_ray: ratio(blas_clocks, c.rays),
+            instance_transitions: s.instance_transitions,
+            instance_transitions_per_ray: ratio(s.instance_transitions, c.rays),
+            instance_node_bytes: s.instance_node_bytes,
+            transform_alu_ops: s.transform_alu_ops,
+            candidate_hits: s.candidate_hits,
+            any_hit_invocations: s.any_hit_invocations,
+            intersection_invocations: s.intersection_invocations,
+        }
+    }
+}
+
 /// A full report of one run.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Report {
@@ -90,6 +151,9 @@ pub struct Report {
     pub consoles: Vec<ConsoleReport>,
     pub host: HostReport,
     pub derived: Derived,
+    /// The split by level of a two-level trace (absent for a flat one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub levels: Option<LevelSplit>,
     pub counters: Counters,
 }
 
@@ -263,8 +327,16 @@ impl Report {
                 .collect(),
             host: HostReport::new(counters, seconds, threads),
             derived: Derived::new(counters),
+            levels: (counters.shader.instance_nodes > 0).then(|| LevelSplit::new(counters)),
             counters: counters.clone(),
         }
+    }
+
+    /// The report with its split by level, for a two-level trace (made by [`Self::new`]
+    /// already when any lane reached an instance node).
+    pub fn with_levels(mut self) -> Report {
+        self.levels = Some(LevelSplit::new(&self.counters));
+        self
     }
 
     /// The human-readable table: a title line, then the consoles side by side (documented
@@ -282,6 +354,10 @@ impl Report {
         let _ = writeln!(s);
         self.write_per_ray(&mut s);
         let _ = writeln!(s);
+        if let Some(levels) = &self.levels {
+            write_levels(&mut s, levels);
+            let _ = writeln!(s);
+        }
         self.write_host(&mut s);
         s
     }
@@ -363,6 +439,72 @@ impl Report {
     }
 }
 
+/// The two-level section: TLAS and BLAS side by side, then the shader's work.
+fn write_levels(s: &mut String, l: &LevelSplit) {
+    write_row2(s, "by level (two-level trace)", "TLAS", "BLAS");
+    let rows = [
+        (
+            "box queries",
+            l.tlas_box_queries.to_string(),
+            l.blas_box_queries.to_string(),
+        ),
+        (
+            "triangle tests",
+            "0".to_string(),
+            l.blas_triangle_tests.to_string(),
+        ),
+        (
+            "TD clocks",
+            l.tlas_clocks.to_string(),
+            l.blas_clocks.to_string(),
+        ),
+        (
+            "TD clocks per ray",
+            format!("{:.2}", l.tlas_clocks_per_ray),
+            format!("{:.2}", l.blas_clocks_per_ray),
+        ),
+        (
+            "  share of TD clocks",
+            format!("{:.1} %", 100.0 * l.tlas_clock_share),
+            format!("{:.1} %", 100.0 * (1.0 - l.tlas_clock_share)),
+        ),
+    ];
+    for (label, a, b) in &rows {
+        write_row2(s, label, a, b);
+    }
+    let rows = [
+        (
+            "instance-node queries (no clock)",
+            l.tlas_instance_node_queries.to_string(),
+        ),
+        (
+            "shader.instance_transitions",
+            l.instance_transitions.to_string(),
+        ),
+        (
+            "  per ray",
+            format!("{:.2}", l.instance_transitions_per_ray),
+        ),
+        (
+            "shader.instance_node_bytes",
+            l.instance_node_bytes.to_string(),
+        ),
+        ("shader.transform_alu_ops", l.transform_alu_ops.to_string()),
+        ("shader.candidate_hits", l.candidate_hits.to_string()),
+        (
+            "shader.any_hit_invocations",
+            l.any_hit_invocations.to_string(),
+        ),
+        (
+            "shader.intersection_invocations",
+            l.intersection_invocations.to_string(),
+        ),
+    ];
+    for (label, value) in &rows {
+        write_row(s, label, value);
+    }
+}
+
 /// The documented peak tables (`rt-hardware.md`), with the TD-count note.
 pub fn peak_table() -> String {
     let mut s = String::new();
@@ -418,6 +560,34 @@ mod tests {
         assert!(table.contains("379.6") && table.contains("125.0"));
         let json = serde_json::to_value(&r).unwrap();
         assert_eq!(json["counters"]["rays"], 1000);
+    }
+
+    #[test]
+    fn levels_split_the_clocks_and_appear_only_for_two_level_traces() {
+        let mut c = Counters {
+            rays: 10,
+            td_clocks: 100,
+            td_box_queries: 70,
+            td_triangle_tests: 30,
+            ..Default::default()
+        };
+        let flat = Report::new(&c, 1.0, 1, 32, "full-stack", &SERIES_X);
+        assert!(flat.levels.is_none());
+        assert!(!flat.table().contains("TLAS"));
+        assert!(serde_json::to_value(&flat).unwrap().get("levels").is_none());
+        c.shader.instance_nodes = 12;
+        c.shader.tlas_box_queries = 25;
+        c.shader.instance_transitions = 8;
+        let r = Report::new(&c, 1.0, 1, 32, "full-stack", &SERIES_X);
+        let l = r.levels.as_ref().unwrap();
+        assert_eq!((l.tlas_clocks, l.blas_clocks), (25, 75));
+        assert_eq!((l.blas_box_queries, l.blas_triangle_tests), (45, 30));
+        assert_eq!(l.tlas_clocks_per_ray, 2.5);
+        let table = r.table();
+        assert!(table.contains("TLAS") && table.contains("shader.instance_transitions"));
+        let json = serde_json::to_value(&r).unwrap();
+        assert_eq!(json["counters"]["shader.instance_transitions"], 8);
+        assert_eq!(json["levels"]["tlas_clocks"], 25);
     }
 
     #[test]

@@ -241,7 +241,37 @@ pub fn measure(
     let (out, counters, stats) = trace_variant(variant, image, mesh, &set.rays, set.query);
     let host_seconds = start.elapsed().as_secs_f64();
     let wrong_rays = count_disagreements(set.query, reference, &out);
-    let n = set.rays.len() as f64;
+    let figures = Figures {
+        rays: set.rays.len(),
+        host_seconds,
+        bvh_bytes: image.bytes.len(),
+        stats: Some(&stats),
+    };
+    let mut r = result(variant, counters, &figures, console);
+    r.wrong_rays = wrong_rays;
+    r.ray_clocks = out.iter().map(|o| o.clocks).collect();
+    r.outputs = out;
+    r
+}
+
+/// What a variant's figures come from besides its counters.
+pub struct Figures<'a> {
+    pub rays: usize,
+    pub host_seconds: f64,
+    pub bvh_bytes: usize,
+    /// The stream schedule's stack, node-byte and restart tallies (`None`: not measured,
+    /// those figures are NaN).
+    pub stats: Option<&'a StreamStats>,
+}
+
+/// A variant's result from its counters (no wrong rays, clocks or outputs yet).
+pub fn result(
+    variant: &Variant,
+    counters: Counters,
+    figures: &Figures,
+    console: &ConsoleConfig,
+) -> VariantResult {
+    let n = figures.rays as f64;
     let seconds = td::modelled_seconds(&counters, console);
     let per = |x: u64| x as f64 / n;
     let (grays, useful_per_second) = if seconds > 0.0 {
@@ -249,11 +279,12 @@ pub fn measure(
     } else {
         (0.0, 0.0)
     };
+    let stats = figures.stats;
     VariantResult {
         name: variant.name.clone(),
         axis: variant.axis,
         description: variant.description(),
-        wrong_rays,
+        wrong_rays: 0,
         canonical_diffs: 0,
         rank: None,
         td_clocks_per_ray: per(counters.td_clocks),
@@ -262,13 +293,13 @@ pub fn measure(
         triangle_tests_per_ray: per(counters.td_triangle_tests),
         simd_efficiency: counters.simd_efficiency(),
         max_stack_depth: counters.trav_max_stack_depth,
-        mean_stack_depth: if stats.stack_depth_samples == 0 {
-            0.0
-        } else {
-            stats.stack_depth_sum as f64 / stats.stack_depth_samples as f64
+        mean_stack_depth: match stats {
+            None => f64::NAN,
+            Some(s) if s.stack_depth_samples == 0 => 0.0,
+            Some(s) => s.stack_depth_sum as f64 / s.stack_depth_samples as f64,
         },
-        node_bytes_per_ray: per(stats.node_bytes),
-        restarts_per_ray: per(stats.events.restarts),
+        node_bytes_per_ray: stats.map_or(f64::NAN, |s| per(s.node_bytes)),
+        restarts_per_ray: stats.map_or(f64::NAN, |s| per(s.events.restarts)),
         modelled_grays: grays,
         balanced_grays: if counters.td_clocks == 0 {
             0.0
@@ -284,11 +315,11 @@ pub fn measure(
                 mean / max as f64
             }
         },
-        host_seconds,
-        bvh_bytes: image.bytes.len(),
+        host_seconds: figures.host_seconds,
+        bvh_bytes: figures.bvh_bytes,
         counters,
-        ray_clocks: out.iter().map(|o| o.clocks).collect(),
-        outputs: out,
+        ray_clocks: Vec::new(),
+        outputs: Vec::new(),
     }
 }
 

@@ -28,18 +28,21 @@ pub mod measure;
 pub mod rays;
 pub mod sets;
 pub mod table;
+pub mod two_level;
 pub mod variants;
 
 pub use measure::{
-    agrees, agrees_geometrically, count_disagreements, measure, rank, trace_variant, ulp_distance,
-    ProfileReport, VariantResult, REFILL_WAVES,
+    agrees, agrees_geometrically, count_disagreements, measure, rank, result, trace_variant,
+    ulp_distance, Figures, ProfileReport, VariantResult, REFILL_WAVES,
 };
 pub use sets::{
     make_rays, mesh_bounds, reference_hits, reference_image, scene_mesh, scene_primary_rays,
     RayKind,
 };
 pub use table::{shared_heatmap_scale, to_csv, to_table, COLUMNS};
-pub use variants::{all_variants, select_variants, Variant};
+pub use variants::{
+    all_variants, select_scene_variants, select_variants, tlas_variants, TlasMode, Variant,
+};
 
 use crate::bvh::{self, BuildOptions, BvhImage, Mesh};
 use crate::hw::peak::ConsoleConfig;

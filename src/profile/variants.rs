@@ -22,6 +22,21 @@ pub struct Variant {
     /// Finished lanes take new rays.
     pub refill: bool,
     pub ray_order: RayOrder,
+    /// A scene's top level (the TLAS axis; `None`: the scene flattened into one mesh, as
+    /// every other variant traces it).
+    pub tlas: Option<TlasMode>,
+}
+
+/// How the TLAS axis traces a scene.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TlasMode {
+    /// The two-level image, every instance one TLAS leaf.
+    RebraidOff,
+    /// The two-level image with large instances opened one level into their BLAS.
+    RebraidOn,
+    /// The scene flattened into one BLAS (instances' triangles in world space), traced by
+    /// the same schedule as the two-level variants.
+    Flattened,
 }
 
 impl Variant {
@@ -37,6 +52,7 @@ impl Variant {
             wave: WaveWidth::W32,
             refill: false,
             ray_order: RayOrder::AsGiven,
+            tlas: None,
         }
     }
 
@@ -54,8 +70,14 @@ impl Variant {
             Strategy::WalkBack(n) => format!("short stack {n} + parent walk-back"),
             Strategy::StacklessTrail => "stackless restart trail".to_string(),
         };
+        let tlas = match self.tlas {
+            None => "",
+            Some(TlasMode::RebraidOff) => "; two-level, rebraid off (lockstep)",
+            Some(TlasMode::RebraidOn) => "; two-level, rebraid on (lockstep)",
+            Some(TlasMode::Flattened) => "; flattened into one BLAS (lockstep)",
+        };
         format!(
-            "{trav}; sort {}; {}; boxes {boxes}; {} tris/node{}; {}; wave{}{}; rays {}",
+            "{trav}; sort {}; {}; boxes {boxes}; {} tris/node{}; {}; wave{}{}; rays {}{tlas}",
             if b.box_sort { "on" } else { "off" },
             if self.leaf_first {
                 "leaf-first"
@@ -146,15 +168,49 @@ pub fn all_variants() -> Vec<Variant> {
     out
 }
 
+/// The TLAS axis of a scene: its two-level image without and with rebraiding, and the
+/// scene flattened into one BLAS, each with the baseline's other settings.
+pub fn tlas_variants() -> Vec<Variant> {
+    [
+        ("rebraid-off", TlasMode::RebraidOff),
+        ("rebraid-on", TlasMode::RebraidOn),
+        ("flattened", TlasMode::Flattened),
+    ]
+    .into_iter()
+    .map(|(name, mode)| Variant {
+        name: name.into(),
+        axis: "TLAS",
+        tlas: Some(mode),
+        ..Variant::baseline()
+    })
+    .collect()
+}
+
 /// The variants named in `list` (comma-separated names, or `all`), in list order.
 pub fn select_variants(list: &str) -> Result<Vec<Variant>> {
-    let all = all_variants();
+    select_from(all_variants(), list)
+}
+
+/// [`select_variants`] for a scene: the TLAS axis ([`tlas_variants`]) besides every other.
+pub fn select_scene_variants(list: &str) -> Result<Vec<Variant>> {
+    let mut all = all_variants();
+    all.extend(tlas_variants());
+    select_from(all, list)
+}
+
+fn select_from(all: Vec<Variant>, list: &str) -> Result<Vec<Variant>> {
     if list.trim() == "all" {
         return Ok(all);
     }
     let mut out: Vec<Variant> = Vec::new();
     for name in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
         let v = all.iter().find(|v| v.name == name).ok_or_else(|| {
+            if tlas_variants().iter().any(|v| v.name == name) {
+                return Error::field(
+                    "--strategies",
+                    format!("`{name}` is on the TLAS axis: it needs a scene file (.toml)"),
+                );
+            }
             let names: Vec<&str> = all.iter().map(|v| v.name.as_str()).collect();
             Error::field(
                 "--strategies",
