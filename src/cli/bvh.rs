@@ -218,16 +218,21 @@ pub fn run(args: BvhArgs) -> Result<i32> {
         );
         println!("max depth           {}", m.max_depth);
         println!("box fill rate       {:.3}", m.fill_rate);
-        if errors.is_empty() {
-            println!("validator           valid");
-        } else {
-            println!("validator           INVALID ({} errors)", errors.len());
-            for e in errors.iter().take(20) {
-                println!("  {e}");
-            }
-        }
+        print_verdict(&errors);
     }
     Ok(if errors.is_empty() { 0 } else { 1 })
+}
+
+/// The validator's verdict line, and its first 20 errors.
+fn print_verdict(errors: &[impl std::fmt::Display]) {
+    if errors.is_empty() {
+        println!("validator           valid");
+    } else {
+        println!("validator           INVALID ({} errors)", errors.len());
+        for e in errors.iter().take(20) {
+            println!("  {e}");
+        }
+    }
 }
 
 /// One BLAS of a two-level image, as `bvh` reports it.
@@ -388,14 +393,7 @@ fn run_scene(args: &BvhArgs) -> Result<i32> {
                 );
             }
         }
-        if errors.is_empty() {
-            println!("validator           valid");
-        } else {
-            println!("validator           INVALID ({} errors)", errors.len());
-            for e in errors.iter().take(20) {
-                println!("  {e}");
-            }
-        }
+        print_verdict(&errors);
     }
     Ok(if errors.is_empty() { 0 } else { 1 })
 }
