@@ -8,6 +8,7 @@ mod input;
 mod isa;
 mod peak;
 mod profile;
+mod rays;
 mod render;
 mod tiling;
 mod trace;
@@ -39,6 +40,8 @@ enum Command {
     Render(render::RenderArgs),
     /// Compare traversal strategies and BVH layouts on a scene.
     Profile(profile::ProfileArgs),
+    /// Write the ray sets profile makes (camera, diffuse, shadow, ao) as a ray file.
+    Rays(rays::RaysArgs),
     /// Texture tiling: layouts, swizzling, reference vectors.
     Tiling(tiling::TilingArgs),
 }
@@ -55,6 +58,7 @@ pub fn main() -> i32 {
         Command::Peak(a) => peak::run(a),
         Command::Render(a) => render::run(a),
         Command::Profile(a) => profile::run(a),
+        Command::Rays(a) => rays::run(a),
         Command::Tiling(a) => tiling::run(a),
     };
     match result {

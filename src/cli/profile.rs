@@ -58,7 +58,7 @@ pub struct ProfileArgs {
     pub dxr: super::input::DxrArgs,
 }
 
-fn parse_size(s: &str) -> Result<(u32, u32)> {
+pub(super) fn parse_size(s: &str) -> Result<(u32, u32)> {
     let bad = || Error::field("--size", format!("`{s}` is not WxH (e.g. 256x256)"));
     let (w, h) = s.split_once(['x', 'X']).ok_or_else(bad)?;
     let w: u32 = w.trim().parse().map_err(|_| bad())?;
@@ -72,7 +72,7 @@ fn parse_size(s: &str) -> Result<(u32, u32)> {
     Ok((w, h))
 }
 
-fn parse_camera(s: &str) -> Result<PinholeCamera> {
+pub(super) fn parse_camera(s: &str) -> Result<PinholeCamera> {
     let v: Vec<f32> = s
         .split(',')
         .map(|x| x.trim().parse::<f32>())
@@ -214,8 +214,9 @@ pub fn run(args: ProfileArgs) -> Result<i32> {
     if report.variants.iter().any(|v| v.axis == "TLAS") {
         println!(
             "TLAS axis: traced by the lockstep schedule (NaN: the stream schedule's stack and \
-             node-byte tallies, not measured); guard: hit or miss and t within 1e-4 of the \
-             flattened scene's scalar reference and f64 sphere hits; any-hit accepts all"
+             node-byte tallies, not measured); guard: hit or miss and t within 1e-4 of \
+             max(t, scene diagonal / 1000) of the flattened scene's scalar reference and f64 \
+             sphere hits; any-hit accepts all"
         );
     }
     if !plain_rays {
