@@ -18,6 +18,7 @@ use wavetrace::bvh::two_level::{flatten, TwoLevelOptions};
 use wavetrace::counters::Counters;
 use wavetrace::host::cpu_name;
 use wavetrace::math::{HitRecord, Ray};
+use wavetrace::outfile::OutputSet;
 use wavetrace::traverse::dxr::RayFlags;
 use wavetrace::traverse::rayfile::read_rays;
 use wavetrace::traverse::{Schedule, SimdPath, Strategy, WaveTracer, WaveTracerConfig};
@@ -123,6 +124,10 @@ pub fn run(args: BenchArgs) -> Result<i32> {
     let instance_mask = args.dxr.mask()?;
     let pool = super::thread_pool(Some(args.threads))?;
     let loops = builds_to_run(&args)?;
+    let mut outputs = OutputSet::new();
+    let json_id = (args.json.as_deref())
+        .map(|p| outputs.file("--json", p))
+        .transpose()?;
     let input = super::input::load(&args.mesh)?;
     if args.flatten && matches!(input, Input::Mesh(_)) {
         return Err(Error::field(
@@ -244,7 +249,7 @@ pub fn run(args: BenchArgs) -> Result<i32> {
             agreement.push(same);
         }
     }
-    if let Some(path) = &args.json {
+    if let Some(id) = json_id {
         let results = Results {
             cpu,
             mesh: args.mesh.display().to_string(),
@@ -261,8 +266,9 @@ pub fn run(args: BenchArgs) -> Result<i32> {
             repeat: args.repeat,
             rows: &rows,
         };
-        super::write_json(path, &results)?;
+        super::write_json(&mut outputs, id, &results)?;
     }
+    outputs.commit()?;
     Ok(0)
 }
 

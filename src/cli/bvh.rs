@@ -8,7 +8,7 @@ use std::time::Instant;
 use wavetrace::bvh::two_level::{validate_two_level, BlasKind, TwoLevelOptions};
 use wavetrace::bvh::{self, BoxFormat, BuildOptions, Mesh, NodeOrder};
 use wavetrace::hw::TriangleReturnMode;
-use wavetrace::outfile::write_bytes_atomic;
+use wavetrace::outfile::OutputSet;
 use wavetrace::Result;
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -126,6 +126,10 @@ pub fn run(args: BvhArgs) -> Result<i32> {
     }
     let options = args.build.options();
     let pool = super::thread_pool(args.threads)?;
+    let mut outputs = OutputSet::new();
+    let dump_id = (args.dump.as_deref())
+        .map(|p| outputs.file("--dump", p))
+        .transpose()?;
 
     let start = Instant::now();
     let mesh = Mesh::load_obj(&args.mesh)?;
@@ -146,9 +150,10 @@ pub fn run(args: BvhArgs) -> Result<i32> {
     let errors = bvh::validate(&built.image, &mesh);
     let validate_seconds = start.elapsed().as_secs_f64();
 
-    if let Some(path) = &args.dump {
-        write_bytes_atomic(path, &built.image.bytes)?;
+    if let Some(id) = dump_id {
+        outputs.write_bytes(id, &built.image.bytes)?;
     }
+    outputs.commit()?;
 
     let m = &built.metrics;
     if args.json {
@@ -255,6 +260,10 @@ fn run_scene(args: &BvhArgs) -> Result<i32> {
         rebraid: args.rebraid,
     };
     let pool = super::thread_pool(args.threads)?;
+    let mut outputs = OutputSet::new();
+    let dump_id = (args.dump.as_deref())
+        .map(|p| outputs.file("--dump", p))
+        .transpose()?;
     let start = Instant::now();
     let scene = super::input::load_scene(&args.mesh)?;
     let load_seconds = start.elapsed().as_secs_f64();
@@ -268,9 +277,10 @@ fn run_scene(args: &BvhArgs) -> Result<i32> {
     let start = Instant::now();
     let errors = validate_two_level(&built, &scene.input);
     let validate_seconds = start.elapsed().as_secs_f64();
-    if let Some(path) = &args.dump {
-        write_bytes_atomic(path, &built.image.bytes)?;
+    if let Some(id) = dump_id {
+        outputs.write_bytes(id, &built.image.bytes)?;
     }
+    outputs.commit()?;
     let input = &scene.input;
     let blases: Vec<BlasReport> = built
         .blases

@@ -1,6 +1,7 @@
 //! clap command line: one file per subcommand.
 
 use clap::{Parser, Subcommand};
+use wavetrace::outfile::{OutputId, OutputSet};
 
 mod bench;
 mod bvh;
@@ -88,12 +89,17 @@ fn default_sigpipe() {
     }
 }
 
-/// Writes `value` as pretty JSON (and a final newline) to `path`, whole or not at all.
-fn write_json(path: &std::path::Path, value: &impl serde::Serialize) -> wavetrace::Result<()> {
-    let mut json = serde_json::to_string_pretty(value)
-        .map_err(|e| wavetrace::Error::Other(format!("cannot encode {}: {e}", path.display())))?;
+/// Writes `value` as pretty JSON (and a final newline) to the output `id` of `outputs`.
+fn write_json(
+    outputs: &mut OutputSet,
+    id: OutputId,
+    value: &impl serde::Serialize,
+) -> wavetrace::Result<()> {
+    let mut json = serde_json::to_string_pretty(value).map_err(|e| {
+        wavetrace::Error::Other(format!("cannot encode {}: {e}", outputs.path(id).display()))
+    })?;
     json.push('\n');
-    wavetrace::outfile::write_bytes_atomic(path, json.as_bytes())
+    outputs.write_bytes(id, json.as_bytes())
 }
 
 /// Most worker threads a command's `--threads` may ask for: far more than any machine this

@@ -13,7 +13,7 @@ use wavetrace::counters::report::Report;
 use wavetrace::counters::Counters;
 use wavetrace::hw::peak::{SERIES_S, SERIES_X};
 use wavetrace::math::HitRecord;
-use wavetrace::outfile::write_bytes_atomic;
+use wavetrace::outfile::OutputSet;
 use wavetrace::traverse::dxr::RayFlags;
 use wavetrace::traverse::rayfile::{encode_hits, encode_scene_hits, read_rays};
 use wavetrace::traverse::{Schedule, SimdPath, Strategy, WaveTracer, WaveTracerConfig};
@@ -169,6 +169,11 @@ pub fn run(args: TraceArgs) -> Result<i32> {
         instance_mask,
         ..WaveTracerConfig::default()
     };
+    let mut outputs = OutputSet::new();
+    let out_id = outputs.file("--out", &args.out)?;
+    let stats_id = (args.stats.as_deref())
+        .map(|p| outputs.file("--stats", p))
+        .transpose()?;
     let input = super::input::load(&args.mesh)?;
     let rays = read_rays(&args.rays)?;
     // What the hit file keeps (no barycentrics or facing: they are not computed).
@@ -218,7 +223,7 @@ pub fn run(args: TraceArgs) -> Result<i32> {
             )
         }
     };
-    write_bytes_atomic(&args.out, &bytes)?;
+    outputs.write_bytes(out_id, &bytes)?;
     let mut report = Report::new(
         &counters,
         trace_seconds,
@@ -252,7 +257,7 @@ pub fn run(args: TraceArgs) -> Result<i32> {
         );
     }
     print!("{}", report.table());
-    if let Some(path) = &args.stats {
+    if let Some(id) = stats_id {
         let stats = Stats {
             mesh: args.mesh.display().to_string(),
             rays_file: args.rays.display().to_string(),
@@ -271,7 +276,8 @@ pub fn run(args: TraceArgs) -> Result<i32> {
             counters: &counters,
             report: &report,
         };
-        super::write_json(path, &stats)?;
+        super::write_json(&mut outputs, id, &stats)?;
     }
+    outputs.commit()?;
     Ok(0)
 }
