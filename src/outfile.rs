@@ -198,6 +198,14 @@ impl OutputSet {
         self.write_bytes(id, bytes)
     }
 
+    /// Every registered output file and directory, in the order they were registered.
+    pub fn targets(&self) -> impl Iterator<Item = &Path> {
+        self.files
+            .iter()
+            .map(|p| p.target.as_path())
+            .chain(self.dirs.iter().map(|(_, d)| d.as_path()))
+    }
+
     /// The targets written so far, in the order they were registered.
     pub fn written(&self) -> impl Iterator<Item = &Path> {
         self.files

@@ -196,7 +196,8 @@ pub fn run(args: BenchArgs) -> Result<i32> {
             )
         }
     };
-    let timed = time_traces(&args, &pool, &builds, &tracers, &ray_sets)?;
+    super::interrupt::check(&outputs)?;
+    let timed = time_traces(&args, &pool, &builds, &tracers, &ray_sets, &outputs)?;
     let rows = rows(&args, &builds, &ray_sets, &timed);
     let cpu = cpu_name();
     let what = match instances {
@@ -268,6 +269,7 @@ pub fn run(args: BenchArgs) -> Result<i32> {
         };
         super::write_json(&mut outputs, id, &results)?;
     }
+    super::interrupt::check(&outputs)?;
     outputs.commit()?;
     Ok(0)
 }
@@ -340,6 +342,7 @@ fn time_traces(
     builds: &[Build],
     tracers: &[WaveTracer],
     ray_sets: &[Vec<Ray>],
+    outputs: &OutputSet,
 ) -> Result<Timed> {
     let group = input_groups(builds);
     let groups = group.iter().max().map_or(0, |g| g + 1);
@@ -348,6 +351,7 @@ fn time_traces(
     for _ in 0..args.repeat {
         for (f, rays) in ray_sets.iter().enumerate() {
             for (b, tracer) in tracers.iter().enumerate() {
+                super::interrupt::check(outputs)?;
                 // What `wavetrace trace` produces and times.
                 let mut hits = vec![HitRecord::MISS; rays.len()];
                 let mut counters = Counters::default();

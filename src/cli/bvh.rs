@@ -135,7 +135,9 @@ pub fn run(args: BvhArgs) -> Result<i32> {
     let mesh = Mesh::load_obj(&args.mesh)?;
     let load_seconds = start.elapsed().as_secs_f64();
     let cpu_before = process_cpu_seconds();
+    super::interrupt::check(&outputs)?;
     let built = pool.install(|| bvh::build(&mesh, &options))?;
+    super::interrupt::check(&outputs)?;
     // CPU time of build + encode, all threads (Linux only): on a busy machine it shows the
     // work done better than the wall clock does.
     let build_cpu_seconds = cpu_before.zip(process_cpu_seconds()).map(|(a, b)| b - a);
@@ -143,6 +145,7 @@ pub fn run(args: BvhArgs) -> Result<i32> {
     let mut repeats = vec![built.build_seconds + built.encode_seconds];
     for _ in 1..args.repeat {
         let again = pool.install(|| bvh::build(&mesh, &options))?;
+        super::interrupt::check(&outputs)?;
         repeats.push(again.build_seconds + again.encode_seconds);
     }
     let (first, best, median) = super::first_best_median(&repeats);
@@ -153,6 +156,7 @@ pub fn run(args: BvhArgs) -> Result<i32> {
     if let Some(id) = dump_id {
         outputs.write_bytes(id, &built.image.bytes)?;
     }
+    super::interrupt::check(&outputs)?;
     outputs.commit()?;
 
     let m = &built.metrics;
@@ -267,10 +271,13 @@ fn run_scene(args: &BvhArgs) -> Result<i32> {
     let start = Instant::now();
     let scene = super::input::load_scene(&args.mesh)?;
     let load_seconds = start.elapsed().as_secs_f64();
+    super::interrupt::check(&outputs)?;
     let (built, _) = pool.install(|| scene.build(&options))?;
+    super::interrupt::check(&outputs)?;
     let mut repeats = vec![built.build_seconds + built.encode_seconds];
     for _ in 1..args.repeat {
         let (again, _) = pool.install(|| scene.build(&options))?;
+        super::interrupt::check(&outputs)?;
         repeats.push(again.build_seconds + again.encode_seconds);
     }
     let (first, best, median) = super::first_best_median(&repeats);
@@ -280,6 +287,7 @@ fn run_scene(args: &BvhArgs) -> Result<i32> {
     if let Some(id) = dump_id {
         outputs.write_bytes(id, &built.image.bytes)?;
     }
+    super::interrupt::check(&outputs)?;
     outputs.commit()?;
     let input = &scene.input;
     let blases: Vec<BlasReport> = built

@@ -6,6 +6,7 @@ use wavetrace::outfile::{OutputId, OutputSet};
 mod bench;
 mod bvh;
 mod input;
+mod interrupt;
 mod isa;
 mod peak;
 mod profile;
@@ -48,6 +49,11 @@ enum Command {
 pub fn main() -> i32 {
     default_sigpipe();
     let cli = Cli::parse();
+    // The long commands stop cleanly on SIGINT and SIGTERM; `isa` (which may wait on stdin)
+    // and `peak` keep the default actions.
+    if !matches!(cli.command, Command::Isa(_) | Command::Peak(_)) {
+        interrupt::install();
+    }
     let result = match cli.command {
         Command::Isa(a) => isa::run(a),
         Command::Bvh(a) => bvh::run(a),
@@ -60,10 +66,17 @@ pub fn main() -> i32 {
     };
     match result {
         Ok(code) => code,
-        Err(e) => {
-            eprintln!("error: {e}");
-            2
-        }
+        // An interrupted command says so, whatever stopped it.
+        Err(e) => match interrupt::received() {
+            Some(signal) => {
+                eprintln!("{e}");
+                interrupt::exit_code(signal)
+            }
+            None => {
+                eprintln!("error: {e}");
+                2
+            }
+        },
     }
 }
 

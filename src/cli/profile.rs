@@ -223,6 +223,7 @@ pub fn run(args: ProfileArgs) -> Result<i32> {
         }
         Ok(report)
     })?;
+    super::interrupt::check(&outputs)?;
     if report.variants.iter().any(|v| v.axis == "TLAS") {
         println!(
             "TLAS axis: traced by the lockstep schedule (NaN: the stream schedule's stack and \
@@ -273,6 +274,7 @@ pub fn run(args: ProfileArgs) -> Result<i32> {
             None => println!("heatmaps: only for camera rays (--rays primary); none written"),
         }
     }
+    super::interrupt::check(&outputs)?;
     outputs.commit()?;
     Ok(if wrong.is_empty() { 0 } else { 1 })
 }

@@ -2,8 +2,6 @@
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 use wavetrace::hw::peak::ConsoleConfig;
 use wavetrace::outfile::{OutputId, OutputSet};
@@ -105,13 +103,6 @@ pub fn run(args: RenderArgs) -> Result<i32> {
         eprintln!("warning: {w}");
     }
     let pool = super::thread_pool(args.threads)?;
-    let cancel = Arc::new(AtomicBool::new(false));
-    {
-        let cancel = cancel.clone();
-        // A second Ctrl-C falls through to the default behaviour only if the handler cannot
-        // be installed; the render checks the flag between tiles.
-        let _ = ctrlc::set_handler(move || cancel.store(true, Ordering::Relaxed));
-    }
     let config = WaveTracerConfig {
         wave,
         console,
@@ -121,6 +112,7 @@ pub fn run(args: RenderArgs) -> Result<i32> {
         ..WaveTracerConfig::default()
     };
     let (tracer, built) = pool.install(|| build_wave_tracer(&scene, config))?;
+    super::interrupt::check(&outputs)?;
     let instances = if built.instances > 0 {
         format!(
             " in {} BLASes, {} instances",
@@ -149,18 +141,17 @@ pub fn run(args: RenderArgs) -> Result<i32> {
         }
     };
     let control = Control {
-        cancel: Some(&cancel),
+        // Checked between tiles.
+        cancel: Some(super::interrupt::flag()),
         progress: Some(&progress),
     };
     let out = pool.install(|| render::render(&scene, &tracer, &opts, control))?;
     if let Some(bar) = &bar {
         bar.finish_and_clear();
     }
-    if out.interrupted {
-        eprintln!("interrupted: nothing written");
-        return Ok(130);
-    }
+    super::interrupt::check(&outputs)?;
     write_outputs(&args, console, &out, &mut outputs, &ids)?;
+    super::interrupt::check(&outputs)?;
     outputs.commit()?;
     Ok(0)
 }

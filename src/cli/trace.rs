@@ -176,6 +176,7 @@ pub fn run(args: TraceArgs) -> Result<i32> {
         .transpose()?;
     let input = super::input::load(&args.mesh)?;
     let rays = read_rays(&args.rays)?;
+    super::interrupt::check(&outputs)?;
     // What the hit file keeps (no barycentrics or facing: they are not computed).
     let mut hits = vec![HitRecord::MISS; rays.len()];
     let mut counters = Counters::default();
@@ -184,6 +185,7 @@ pub fn run(args: TraceArgs) -> Result<i32> {
             let start = Instant::now();
             let built = pool.install(|| bvh::build(mesh, &args.build.options()))?;
             let build_seconds = start.elapsed().as_secs_f64();
+            super::interrupt::check(&outputs)?;
             // The image moves into the tracer, which frees it once it has its aligned copy.
             let tracer = WaveTracer::from_image(built.image, mesh, config);
             let start = Instant::now();
@@ -210,6 +212,7 @@ pub fn run(args: TraceArgs) -> Result<i32> {
                 rebraid: false,
             };
             let (built, build_seconds) = pool.install(|| scene.build(&options))?;
+            super::interrupt::check(&outputs)?;
             let tracer = scene.tracer(built, config);
             let start = Instant::now();
             pool.install(|| tracer.closest_hit_records(&rays, &mut hits, &mut counters));
@@ -223,6 +226,7 @@ pub fn run(args: TraceArgs) -> Result<i32> {
             )
         }
     };
+    super::interrupt::check(&outputs)?;
     outputs.write_bytes(out_id, &bytes)?;
     let mut report = Report::new(
         &counters,
@@ -278,6 +282,7 @@ pub fn run(args: TraceArgs) -> Result<i32> {
         };
         super::write_json(&mut outputs, id, &stats)?;
     }
+    super::interrupt::check(&outputs)?;
     outputs.commit()?;
     Ok(0)
 }
