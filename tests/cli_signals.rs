@@ -126,7 +126,7 @@ fn dragon_rays(path: &Path) {
 }
 
 #[test]
-fn trace_stops_on_sigint_and_sigterm() {
+fn trace_and_bench_stop_on_sigint_and_sigterm() {
     let rays_dir = tempfile::tempdir().unwrap();
     let rays = rays_dir.path().join("dragon.rays");
     dragon_rays(&rays);
@@ -144,6 +144,15 @@ fn trace_stops_on_sigint_and_sigterm() {
             .arg(out_dir.join("o.hits"))
             .arg("--stats")
             .arg(out_dir.join("s.json"));
+        interrupt(command, signal, Duration::from_millis(1000), &out_dir);
+        let mut command = wavetrace();
+        command
+            .arg("bench")
+            .arg(dragon())
+            .arg("--rays")
+            .arg(&rays)
+            .args(["--repeat", "1000", "--json"])
+            .arg(out_dir.join("b.json"));
         interrupt(command, signal, Duration::from_millis(1000), &out_dir);
     }
 }
