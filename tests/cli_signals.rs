@@ -156,3 +156,23 @@ fn trace_and_bench_stop_on_sigint_and_sigterm() {
         interrupt(command, signal, Duration::from_millis(1000), &out_dir);
     }
 }
+
+#[test]
+fn profile_stops_on_sigint_and_sigterm() {
+    for signal in ["INT", "TERM"] {
+        let dir = tempfile::tempdir().unwrap();
+        let out_dir = dir.path().join("d");
+        std::fs::create_dir(&out_dir).unwrap();
+        let mut command = wavetrace();
+        command
+            .arg("profile")
+            .arg(dragon())
+            .args(["--size", "64x64", "--threads", "1", "--csv"])
+            .arg(out_dir.join("p.csv"))
+            .arg("--json")
+            .arg(out_dir.join("p.json"))
+            .arg("--heatmaps")
+            .arg(out_dir.join("maps"));
+        interrupt(command, signal, Duration::from_millis(1500), &out_dir);
+    }
+}

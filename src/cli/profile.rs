@@ -198,14 +198,23 @@ pub fn run(args: ProfileArgs) -> Result<i32> {
             )),
             (r, _) => r,
         };
-        let mut report =
-            profile::profile(&input, &mesh, &set, &flat, &console, reference.as_deref())?;
+        super::interrupt::check(&outputs)?;
+        let mut report = profile::profile_until(
+            &input,
+            &mesh,
+            &set,
+            &flat,
+            &console,
+            reference.as_deref(),
+            Some(super::interrupt::flag()),
+        )?;
         report.reference_seconds += ray_seconds;
         if let (Some(scene), Some(canonical), false) = (&scene, &reference, tlas.is_empty()) {
             let start = std::time::Instant::now();
             let whole = two_level::scene_reference_hits(&scene.input, &set.rays, canonical);
             report.reference_seconds += start.elapsed().as_secs_f64();
             for v in &tlas {
+                super::interrupt::check(&outputs)?;
                 let checked = plain_rays.then(|| two_level::reference_for(v, &whole, canonical));
                 let references = two_level::References { checked, canonical };
                 let r = two_level::measure_tlas(
@@ -222,7 +231,10 @@ pub fn run(args: ProfileArgs) -> Result<i32> {
             profile::rank(&mut report.variants);
         }
         Ok(report)
-    })?;
+    });
+    // A cancelled profile reports the interrupt, not its own error.
+    super::interrupt::check(&outputs)?;
+    let report = report?;
     super::interrupt::check(&outputs)?;
     if report.variants.iter().any(|v| v.axis == "TLAS") {
         println!(
