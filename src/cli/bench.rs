@@ -18,6 +18,7 @@ use wavetrace::bvh::two_level::{flatten, TwoLevelOptions};
 use wavetrace::counters::Counters;
 use wavetrace::host::cpu_name;
 use wavetrace::math::{HitRecord, Ray};
+use wavetrace::outfile::OutputSet;
 use wavetrace::traverse::dxr::RayFlags;
 use wavetrace::traverse::rayfile::read_rays;
 use wavetrace::traverse::{Schedule, SimdPath, Strategy, WaveTracer, WaveTracerConfig};
@@ -123,6 +124,10 @@ pub fn run(args: BenchArgs) -> Result<i32> {
     let instance_mask = args.dxr.mask()?;
     let pool = super::thread_pool(Some(args.threads))?;
     let loops = builds_to_run(&args)?;
+    let mut outputs = OutputSet::new();
+    let json_id = (args.json.as_deref())
+        .map(|p| outputs.file("--json", p))
+        .transpose()?;
     let input = super::input::load(&args.mesh)?;
     if args.flatten && matches!(input, Input::Mesh(_)) {
         return Err(Error::field(
@@ -191,7 +196,8 @@ pub fn run(args: BenchArgs) -> Result<i32> {
             )
         }
     };
-    let timed = time_traces(&args, &pool, &builds, &tracers, &ray_sets)?;
+    super::interrupt::check(&outputs)?;
+    let timed = time_traces(&args, &pool, &builds, &tracers, &ray_sets, &outputs)?;
     let rows = rows(&args, &builds, &ray_sets, &timed);
     let cpu = cpu_name();
     let what = match instances {
@@ -244,7 +250,7 @@ pub fn run(args: BenchArgs) -> Result<i32> {
             agreement.push(same);
         }
     }
-    if let Some(path) = &args.json {
+    if let Some(id) = json_id {
         let results = Results {
             cpu,
             mesh: args.mesh.display().to_string(),
@@ -261,8 +267,10 @@ pub fn run(args: BenchArgs) -> Result<i32> {
             repeat: args.repeat,
             rows: &rows,
         };
-        super::write_json(path, &results)?;
+        super::write_json(&mut outputs, id, &results)?;
     }
+    super::interrupt::check(&outputs)?;
+    outputs.commit()?;
     Ok(0)
 }
 
@@ -334,6 +342,7 @@ fn time_traces(
     builds: &[Build],
     tracers: &[WaveTracer],
     ray_sets: &[Vec<Ray>],
+    outputs: &OutputSet,
 ) -> Result<Timed> {
     let group = input_groups(builds);
     let groups = group.iter().max().map_or(0, |g| g + 1);
@@ -342,6 +351,7 @@ fn time_traces(
     for _ in 0..args.repeat {
         for (f, rays) in ray_sets.iter().enumerate() {
             for (b, tracer) in tracers.iter().enumerate() {
+                super::interrupt::check(outputs)?;
                 // What `wavetrace trace` produces and times.
                 let mut hits = vec![HitRecord::MISS; rays.len()];
                 let mut counters = Counters::default();

@@ -8,7 +8,7 @@ use std::time::Instant;
 use wavetrace::bvh::two_level::{validate_two_level, BlasKind, TwoLevelOptions};
 use wavetrace::bvh::{self, BoxFormat, BuildOptions, Mesh, NodeOrder};
 use wavetrace::hw::TriangleReturnMode;
-use wavetrace::outfile::write_bytes_atomic;
+use wavetrace::outfile::OutputSet;
 use wavetrace::Result;
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -126,12 +126,18 @@ pub fn run(args: BvhArgs) -> Result<i32> {
     }
     let options = args.build.options();
     let pool = super::thread_pool(args.threads)?;
+    let mut outputs = OutputSet::new();
+    let dump_id = (args.dump.as_deref())
+        .map(|p| outputs.file("--dump", p))
+        .transpose()?;
 
     let start = Instant::now();
     let mesh = Mesh::load_obj(&args.mesh)?;
     let load_seconds = start.elapsed().as_secs_f64();
     let cpu_before = process_cpu_seconds();
+    super::interrupt::check(&outputs)?;
     let built = pool.install(|| bvh::build(&mesh, &options))?;
+    super::interrupt::check(&outputs)?;
     // CPU time of build + encode, all threads (Linux only): on a busy machine it shows the
     // work done better than the wall clock does.
     let build_cpu_seconds = cpu_before.zip(process_cpu_seconds()).map(|(a, b)| b - a);
@@ -139,6 +145,7 @@ pub fn run(args: BvhArgs) -> Result<i32> {
     let mut repeats = vec![built.build_seconds + built.encode_seconds];
     for _ in 1..args.repeat {
         let again = pool.install(|| bvh::build(&mesh, &options))?;
+        super::interrupt::check(&outputs)?;
         repeats.push(again.build_seconds + again.encode_seconds);
     }
     let (first, best, median) = super::first_best_median(&repeats);
@@ -146,9 +153,11 @@ pub fn run(args: BvhArgs) -> Result<i32> {
     let errors = bvh::validate(&built.image, &mesh);
     let validate_seconds = start.elapsed().as_secs_f64();
 
-    if let Some(path) = &args.dump {
-        write_bytes_atomic(path, &built.image.bytes)?;
+    if let Some(id) = dump_id {
+        outputs.write_bytes(id, &built.image.bytes)?;
     }
+    super::interrupt::check(&outputs)?;
+    outputs.commit()?;
 
     let m = &built.metrics;
     if args.json {
@@ -260,22 +269,31 @@ fn run_scene(args: &BvhArgs) -> Result<i32> {
         rebraid: args.rebraid,
     };
     let pool = super::thread_pool(args.threads)?;
+    let mut outputs = OutputSet::new();
+    let dump_id = (args.dump.as_deref())
+        .map(|p| outputs.file("--dump", p))
+        .transpose()?;
     let start = Instant::now();
     let scene = super::input::load_scene(&args.mesh)?;
     let load_seconds = start.elapsed().as_secs_f64();
+    super::interrupt::check(&outputs)?;
     let (built, _) = pool.install(|| scene.build(&options))?;
+    super::interrupt::check(&outputs)?;
     let mut repeats = vec![built.build_seconds + built.encode_seconds];
     for _ in 1..args.repeat {
         let (again, _) = pool.install(|| scene.build(&options))?;
+        super::interrupt::check(&outputs)?;
         repeats.push(again.build_seconds + again.encode_seconds);
     }
     let (first, best, median) = super::first_best_median(&repeats);
     let start = Instant::now();
     let errors = validate_two_level(&built, &scene.input);
     let validate_seconds = start.elapsed().as_secs_f64();
-    if let Some(path) = &args.dump {
-        write_bytes_atomic(path, &built.image.bytes)?;
+    if let Some(id) = dump_id {
+        outputs.write_bytes(id, &built.image.bytes)?;
     }
+    super::interrupt::check(&outputs)?;
+    outputs.commit()?;
     let input = &scene.input;
     let blases: Vec<BlasReport> = built
         .blases

@@ -1,10 +1,12 @@
 //! clap command line: one file per subcommand.
 
 use clap::{Parser, Subcommand};
+use wavetrace::outfile::{OutputId, OutputSet};
 
 mod bench;
 mod bvh;
 mod input;
+mod interrupt;
 mod isa;
 mod peak;
 mod profile;
@@ -50,6 +52,11 @@ enum Command {
 pub fn main() -> i32 {
     default_sigpipe();
     let cli = Cli::parse();
+    // The long commands stop cleanly on SIGINT and SIGTERM; `isa` (which may wait on stdin)
+    // and `peak` keep the default actions.
+    if !matches!(cli.command, Command::Isa(_) | Command::Peak(_)) {
+        interrupt::install();
+    }
     let result = match cli.command {
         Command::Isa(a) => isa::run(a),
         Command::Bvh(a) => bvh::run(a),
@@ -63,10 +70,17 @@ pub fn main() -> i32 {
     };
     match result {
         Ok(code) => code,
-        Err(e) => {
-            eprintln!("error: {e}");
-            2
-        }
+        // An interrupted command says so, whatever stopped it.
+        Err(e) => match interrupt::received() {
+            Some(signal) => {
+                eprintln!("{e}");
+                interrupt::exit_code(signal)
+            }
+            None => {
+                eprintln!("error: {e}");
+                2
+            }
+        },
     }
 }
 
@@ -92,12 +106,17 @@ fn default_sigpipe() {
     }
 }
 
-/// Writes `value` as pretty JSON (and a final newline) to `path`, whole or not at all.
-fn write_json(path: &std::path::Path, value: &impl serde::Serialize) -> wavetrace::Result<()> {
-    let mut json = serde_json::to_string_pretty(value)
-        .map_err(|e| wavetrace::Error::Other(format!("cannot encode {}: {e}", path.display())))?;
+/// Writes `value` as pretty JSON (and a final newline) to the output `id` of `outputs`.
+fn write_json(
+    outputs: &mut OutputSet,
+    id: OutputId,
+    value: &impl serde::Serialize,
+) -> wavetrace::Result<()> {
+    let mut json = serde_json::to_string_pretty(value).map_err(|e| {
+        wavetrace::Error::Other(format!("cannot encode {}: {e}", outputs.path(id).display()))
+    })?;
     json.push('\n');
-    wavetrace::outfile::write_bytes_atomic(path, json.as_bytes())
+    outputs.write_bytes(id, json.as_bytes())
 }
 
 /// Most worker threads a command's `--threads` may ask for: far more than any machine this

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use wavetrace::bvh::two_level::flatten;
 use wavetrace::bvh::Mesh;
 use wavetrace::hw::peak::ConsoleConfig;
-use wavetrace::outfile::write_bytes_atomic;
+use wavetrace::outfile::{OutputDir, OutputSet};
 use wavetrace::profile::two_level::{self, SceneRays};
 use wavetrace::profile::{self, heatmap, rays::PinholeCamera, QueryKind, RayKind, RaySet};
 use wavetrace::traverse::dxr::RayFlags;
@@ -131,6 +131,18 @@ pub fn run(args: ProfileArgs) -> Result<i32> {
     let (width, height) = parse_size(&args.size)?;
     let camera_override = args.camera.as_deref().map(parse_camera).transpose()?;
     let pool = super::thread_pool(args.threads)?;
+    let mut outputs = OutputSet::new();
+    let csv_id = (args.csv.as_deref())
+        .map(|p| outputs.file("--csv", p))
+        .transpose()?;
+    let json_id = (args.json.as_deref())
+        .map(|p| outputs.file("--json", p))
+        .transpose()?;
+    // Heatmaps are drawn for camera rays only; the directory is not touched otherwise.
+    let heatmaps_id = match &args.heatmaps {
+        Some(dir) if args.rays == "primary" => Some(outputs.dir("--heatmaps", dir)?),
+        _ => None,
+    };
 
     let (mesh, scene) = if is_scene {
         let scene = super::input::load_scene(&args.input)?;
@@ -186,14 +198,23 @@ pub fn run(args: ProfileArgs) -> Result<i32> {
             )),
             (r, _) => r,
         };
-        let mut report =
-            profile::profile(&input, &mesh, &set, &flat, &console, reference.as_deref())?;
+        super::interrupt::check(&outputs)?;
+        let mut report = profile::profile_until(
+            &input,
+            &mesh,
+            &set,
+            &flat,
+            &console,
+            reference.as_deref(),
+            Some(super::interrupt::flag()),
+        )?;
         report.reference_seconds += ray_seconds;
         if let (Some(scene), Some(canonical), false) = (&scene, &reference, tlas.is_empty()) {
             let start = std::time::Instant::now();
             let whole = two_level::scene_reference_hits(&scene.input, &set.rays, canonical);
             report.reference_seconds += start.elapsed().as_secs_f64();
             for v in &tlas {
+                super::interrupt::check(&outputs)?;
                 let checked = plain_rays.then(|| two_level::reference_for(v, &whole, canonical));
                 let references = two_level::References { checked, canonical };
                 let r = two_level::measure_tlas(
@@ -210,7 +231,11 @@ pub fn run(args: ProfileArgs) -> Result<i32> {
             profile::rank(&mut report.variants);
         }
         Ok(report)
-    })?;
+    });
+    // A cancelled profile reports the interrupt, not its own error.
+    super::interrupt::check(&outputs)?;
+    let report = report?;
+    super::interrupt::check(&outputs)?;
     if report.variants.iter().any(|v| v.axis == "TLAS") {
         println!(
             "TLAS axis: traced by the lockstep schedule (NaN: the stream schedule's stack and \
@@ -248,31 +273,33 @@ pub fn run(args: ProfileArgs) -> Result<i32> {
         report.t_tolerance_ulps, report.reference_seconds
     );
 
-    if let Some(path) = &args.csv {
-        write_bytes_atomic(path, profile::to_csv(&report).as_bytes())?;
+    if let Some(id) = csv_id {
+        outputs.write_bytes(id, profile::to_csv(&report).as_bytes())?;
     }
-    if let Some(path) = &args.json {
+    if let Some(id) = json_id {
         let text = serde_json::to_string_pretty(&report)
             .map_err(|e| Error::Other(format!("cannot encode the report: {e}")))?;
-        write_bytes_atomic(path, text.as_bytes())?;
+        outputs.write_bytes(id, text.as_bytes())?;
     }
     if let Some(dir) = &args.heatmaps {
-        if args.rays != "primary" {
-            println!("heatmaps: only for camera rays (--rays primary); none written");
-        } else {
-            write_heatmaps(dir, &report, width, height)?;
+        match heatmaps_id {
+            Some(id) => write_heatmaps(&mut outputs, id, dir, &report, width, height)?,
+            None => println!("heatmaps: only for camera rays (--rays primary); none written"),
         }
     }
+    super::interrupt::check(&outputs)?;
+    outputs.commit()?;
     Ok(if wrong.is_empty() { 0 } else { 1 })
 }
 
 fn write_heatmaps(
+    outputs: &mut OutputSet,
+    id: OutputDir,
     dir: &Path,
     report: &profile::ProfileReport,
     width: u32,
     height: u32,
 ) -> Result<()> {
-    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
     let scale = profile::shared_heatmap_scale(&report.variants);
     for v in &report.variants {
         let img = heatmap::heatmap_image(&v.ray_clocks, width, height, scale);
@@ -282,8 +309,7 @@ fn write_heatmaps(
             image::ImageFormat::Png,
         )
         .map_err(|e| Error::Other(format!("cannot encode the heatmap PNG: {e}")))?;
-        let path = dir.join(format!("{}.png", v.name));
-        write_bytes_atomic(&path, &bytes)?;
+        outputs.write_in_dir(id, &format!("{}.png", v.name), &bytes)?;
     }
     let mut out = std::io::stdout().lock();
     let _ = writeln!(

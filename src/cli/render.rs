@@ -2,11 +2,9 @@
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 use wavetrace::hw::peak::ConsoleConfig;
-use wavetrace::outfile::write_atomic;
+use wavetrace::outfile::{OutputId, OutputSet};
 use wavetrace::render::{
     self, build_wave_tracer, heatmap_rgb8, Control, ImageFormat, RenderOptions, RenderOutput,
     RenderProgress,
@@ -83,6 +81,16 @@ fn png_path(path: &Path, flag: &str) -> Result<()> {
 
 pub fn run(args: RenderArgs) -> Result<i32> {
     let console = check_args(&args)?;
+    let mut outputs = OutputSet::new();
+    let ids = OutputIds {
+        out: outputs.file("--out", &args.out)?,
+        stats: (args.stats.as_deref())
+            .map(|p| outputs.file("--stats", p))
+            .transpose()?,
+        heatmap: (args.heatmap.as_deref())
+            .map(|p| outputs.file("--heatmap", p))
+            .transpose()?,
+    };
     let shadow_ray_flags = args.dxr.flags()?;
     let instance_mask = args.dxr.mask()?;
     let wave = if args.wave == 64 {
@@ -95,13 +103,6 @@ pub fn run(args: RenderArgs) -> Result<i32> {
         eprintln!("warning: {w}");
     }
     let pool = super::thread_pool(args.threads)?;
-    let cancel = Arc::new(AtomicBool::new(false));
-    {
-        let cancel = cancel.clone();
-        // A second Ctrl-C falls through to the default behaviour only if the handler cannot
-        // be installed; the render checks the flag between tiles.
-        let _ = ctrlc::set_handler(move || cancel.store(true, Ordering::Relaxed));
-    }
     let config = WaveTracerConfig {
         wave,
         console,
@@ -111,6 +112,7 @@ pub fn run(args: RenderArgs) -> Result<i32> {
         ..WaveTracerConfig::default()
     };
     let (tracer, built) = pool.install(|| build_wave_tracer(&scene, config))?;
+    super::interrupt::check(&outputs)?;
     let instances = if built.instances > 0 {
         format!(
             " in {} BLASes, {} instances",
@@ -139,18 +141,18 @@ pub fn run(args: RenderArgs) -> Result<i32> {
         }
     };
     let control = Control {
-        cancel: Some(&cancel),
+        // Checked between tiles.
+        cancel: Some(super::interrupt::flag()),
         progress: Some(&progress),
     };
     let out = pool.install(|| render::render(&scene, &tracer, &opts, control))?;
     if let Some(bar) = &bar {
         bar.finish_and_clear();
     }
-    if out.interrupted {
-        eprintln!("interrupted: nothing written");
-        return Ok(130);
-    }
-    write_outputs(&args, console, &out)?;
+    super::interrupt::check(&outputs)?;
+    write_outputs(&args, console, &out, &mut outputs, &ids)?;
+    super::interrupt::check(&outputs)?;
+    outputs.commit()?;
     Ok(0)
 }
 
@@ -218,9 +220,26 @@ fn progress_bar() -> indicatif::ProgressBar {
     bar
 }
 
-/// Writes the image, the summary line, and the `--stats` and `--heatmap` files.
-fn write_outputs(args: &RenderArgs, console: ConsoleConfig, out: &RenderOutput) -> Result<()> {
-    render::write_image(&args.out, &out.image, args.exposure)?;
+/// The registered outputs of a render.
+struct OutputIds {
+    out: OutputId,
+    stats: Option<OutputId>,
+    heatmap: Option<OutputId>,
+}
+
+/// Writes the image, the summary line, and the `--stats` and `--heatmap` files, each to
+/// its temporary file in `outputs`.
+fn write_outputs(
+    args: &RenderArgs,
+    console: ConsoleConfig,
+    out: &RenderOutput,
+    outputs: &mut OutputSet,
+    ids: &OutputIds,
+) -> Result<()> {
+    let format = ImageFormat::from_path(&args.out)?;
+    outputs.write(ids.out, |w| {
+        render::encode_image(w, format, &out.image, args.exposure)
+    })?;
     let s = &out.stats;
     let rays = s.total_rays();
     eprintln!(
@@ -237,7 +256,7 @@ fn write_outputs(args: &RenderArgs, console: ConsoleConfig, out: &RenderOutput) 
         rays as f64 / s.seconds.max(1e-9) / 1e6,
         s.texture_fetches
     );
-    if let Some(path) = &args.stats {
+    if let (Some(path), Some(id)) = (&args.stats, ids.stats) {
         let mut total = s.camera.counters.clone();
         total.merge(&s.bounce.counters);
         total.merge(&s.shadow.counters);
@@ -249,14 +268,14 @@ fn write_outputs(args: &RenderArgs, console: ConsoleConfig, out: &RenderOutput) 
             "stats": s,
             "total_counters": total,
         });
-        write_atomic(path, |w| {
+        outputs.write(id, |w| {
             serde_json::to_writer_pretty(&mut *w, &json)
                 .map_err(|e| Error::Other(format!("{}: {e}", path.display())))
         })?;
     }
-    if let (Some(path), Some(clocks)) = (&args.heatmap, &out.camera_clocks) {
+    if let (Some(id), Some(clocks)) = (ids.heatmap, &out.camera_clocks) {
         let (w, h, rgb) = heatmap_rgb8(clocks, s.width, s.height, "MEAN TD CLOCKS PER CAMERA RAY");
-        write_atomic(path, |wr| render::encode_png(wr, w, h, &rgb))?;
+        outputs.write(id, |wr| render::encode_png(wr, w, h, &rgb))?;
     }
     Ok(())
 }

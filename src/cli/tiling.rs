@@ -2,7 +2,7 @@
 
 use clap::{Args, Subcommand};
 use std::path::{Path, PathBuf};
-use wavetrace::outfile::write_bytes_atomic;
+use wavetrace::outfile::OutputSet;
 use wavetrace::tiling::{
     reference, rgba8_mip_chain, Console, Dimension, Format, Layout, SurfaceDesc, SwizzleMode,
 };
@@ -324,6 +324,8 @@ fn is_png(p: &Path) -> bool {
 /// `tiling swizzle`: a PNG (RGBA8, its mip chain box-filtered) or a raw packed linear image
 /// to a swizzled surface.
 fn swizzle(a: ConvertArgs) -> Result<i32> {
+    let mut outputs = OutputSet::new();
+    let out = outputs.file("OUTPUT", &a.output)?;
     let png_in = is_png(&a.input);
     let (input, png_size) = if png_in {
         let img = image::open(&a.input)
@@ -355,7 +357,10 @@ fn swizzle(a: ConvertArgs) -> Result<i32> {
     let tiled = l
         .swizzle(&linear)
         .map_err(|e| Error::field(a.input.display().to_string(), e.to_string()))?;
-    write_bytes_atomic(&a.output, &tiled)?;
+    super::interrupt::check(&outputs)?;
+    outputs.write_bytes(out, &tiled)?;
+    super::interrupt::check(&outputs)?;
+    outputs.commit()?;
     println!(
         "{}: {} bytes linear -> {} bytes {} ({})",
         a.output.display(),
@@ -370,17 +375,22 @@ fn swizzle(a: ConvertArgs) -> Result<i32> {
 /// `tiling unswizzle`: a raw swizzled surface to the packed linear image, or to a PNG of mip
 /// 0, slice 0.
 fn unswizzle(a: ConvertArgs) -> Result<i32> {
+    let mut outputs = OutputSet::new();
+    let out = outputs.file("OUTPUT", &a.output)?;
     let input = std::fs::read(&a.input).map_err(|e| Error::io(&a.input, e))?;
     let (desc, console) = describe(&a.surface, None)?;
     let l = Layout::new(&desc, console)?;
     let linear = l
         .unswizzle(&input)
         .map_err(|e| Error::field(a.input.display().to_string(), e.to_string()))?;
+    super::interrupt::check(&outputs)?;
     if is_png(&a.output) {
-        write_png_of_mip0(&a.output, &l, &linear)?;
+        outputs.write_bytes(out, &png_of_mip0(&l, &linear)?)?;
     } else {
-        write_bytes_atomic(&a.output, &linear)?;
+        outputs.write_bytes(out, &linear)?;
     }
+    super::interrupt::check(&outputs)?;
+    outputs.commit()?;
     println!(
         "{}: {} bytes {} -> {} bytes linear",
         a.output.display(),
@@ -391,9 +401,9 @@ fn unswizzle(a: ConvertArgs) -> Result<i32> {
     Ok(0)
 }
 
-/// Writes mip 0, slice 0 of the packed linear image `linear` as a PNG; the format must be a
+/// Encodes mip 0, slice 0 of the packed linear image `linear` as a PNG; the format must be a
 /// 4-byte uncompressed one (read as RGBA8).
-fn write_png_of_mip0(path: &Path, l: &Layout, linear: &[u8]) -> Result<()> {
+fn png_of_mip0(l: &Layout, linear: &[u8]) -> Result<Vec<u8>> {
     let format = &l.desc.format;
     if format.bytes_per_element != 4 || format.is_block_compressed() {
         return Err(Error::field(
@@ -407,7 +417,7 @@ fn write_png_of_mip0(path: &Path, l: &Layout, linear: &[u8]) -> Result<()> {
     let mut png = Vec::new();
     img.write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png)
         .map_err(|e| Error::Other(format!("PNG encoding failed: {e}")))?;
-    write_bytes_atomic(path, &png)
+    Ok(png)
 }
 
 fn verify(a: VerifyArgs) -> Result<i32> {

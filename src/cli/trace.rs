@@ -13,7 +13,7 @@ use wavetrace::counters::report::Report;
 use wavetrace::counters::Counters;
 use wavetrace::hw::peak::{SERIES_S, SERIES_X};
 use wavetrace::math::HitRecord;
-use wavetrace::outfile::write_bytes_atomic;
+use wavetrace::outfile::OutputSet;
 use wavetrace::traverse::dxr::RayFlags;
 use wavetrace::traverse::rayfile::{encode_hits, encode_scene_hits, read_rays};
 use wavetrace::traverse::{Schedule, SimdPath, Strategy, WaveTracer, WaveTracerConfig};
@@ -169,8 +169,14 @@ pub fn run(args: TraceArgs) -> Result<i32> {
         instance_mask,
         ..WaveTracerConfig::default()
     };
+    let mut outputs = OutputSet::new();
+    let out_id = outputs.file("--out", &args.out)?;
+    let stats_id = (args.stats.as_deref())
+        .map(|p| outputs.file("--stats", p))
+        .transpose()?;
     let input = super::input::load(&args.mesh)?;
     let rays = read_rays(&args.rays)?;
+    super::interrupt::check(&outputs)?;
     // What the hit file keeps (no barycentrics or facing: they are not computed).
     let mut hits = vec![HitRecord::MISS; rays.len()];
     let mut counters = Counters::default();
@@ -179,6 +185,7 @@ pub fn run(args: TraceArgs) -> Result<i32> {
             let start = Instant::now();
             let built = pool.install(|| bvh::build(mesh, &args.build.options()))?;
             let build_seconds = start.elapsed().as_secs_f64();
+            super::interrupt::check(&outputs)?;
             // The image moves into the tracer, which frees it once it has its aligned copy.
             let tracer = WaveTracer::from_image(built.image, mesh, config);
             let start = Instant::now();
@@ -205,6 +212,7 @@ pub fn run(args: TraceArgs) -> Result<i32> {
                 rebraid: false,
             };
             let (built, build_seconds) = pool.install(|| scene.build(&options))?;
+            super::interrupt::check(&outputs)?;
             let tracer = scene.tracer(built, config);
             let start = Instant::now();
             pool.install(|| tracer.closest_hit_records(&rays, &mut hits, &mut counters));
@@ -218,7 +226,8 @@ pub fn run(args: TraceArgs) -> Result<i32> {
             )
         }
     };
-    write_bytes_atomic(&args.out, &bytes)?;
+    super::interrupt::check(&outputs)?;
+    outputs.write_bytes(out_id, &bytes)?;
     let mut report = Report::new(
         &counters,
         trace_seconds,
@@ -252,7 +261,7 @@ pub fn run(args: TraceArgs) -> Result<i32> {
         );
     }
     print!("{}", report.table());
-    if let Some(path) = &args.stats {
+    if let Some(id) = stats_id {
         let stats = Stats {
             mesh: args.mesh.display().to_string(),
             rays_file: args.rays.display().to_string(),
@@ -271,7 +280,9 @@ pub fn run(args: TraceArgs) -> Result<i32> {
             counters: &counters,
             report: &report,
         };
-        super::write_json(path, &stats)?;
+        super::write_json(&mut outputs, id, &stats)?;
     }
+    super::interrupt::check(&outputs)?;
+    outputs.commit()?;
     Ok(0)
 }

@@ -50,6 +50,7 @@ use crate::math::{Hit, Ray};
 use crate::traverse::Query;
 use crate::{Error, Result};
 use serde::Serialize;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 /// Closest-hit t of a variant may differ from the reference by this many ULPs. On the same
@@ -127,6 +128,19 @@ pub fn profile(
     console: &ConsoleConfig,
     canonical: Option<&[Hit]>,
 ) -> Result<ProfileReport> {
+    profile_until(input, mesh, set, variants, console, canonical, None)
+}
+
+/// [`profile`], stopping with an error before the next variant once `cancel` is set.
+pub fn profile_until(
+    input: &str,
+    mesh: &Mesh,
+    set: &RaySet,
+    variants: &[Variant],
+    console: &ConsoleConfig,
+    canonical: Option<&[Hit]>,
+    cancel: Option<&AtomicBool>,
+) -> Result<ProfileReport> {
     if set.rays.is_empty() {
         return Err(Error::Other(format!("{input}: no rays to profile")));
     }
@@ -146,6 +160,9 @@ pub fn profile(
     };
     let mut results = Vec::with_capacity(variants.len());
     for v in variants {
+        if cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
+            return Err(Error::Other(format!("{input}: profile cancelled")));
+        }
         let (image, own) = builds.get(mesh, &v.build, &set.rays)?;
         let mut r = measure(v, &image, mesh, set, console, own);
         r.canonical_diffs = r

@@ -29,7 +29,9 @@ mod tracer;
 pub use bsdf::{fresnel_dielectric, Bsdf, BsdfSample};
 pub use heatmap::{heatmap_rgb8, ramp};
 pub use integrator::{render, Control, RenderOptions, RenderOutput, RenderProgress};
-pub use output::{check_exposure, encode_exr, encode_png, to_srgb8, write_image, ImageFormat};
+pub use output::{
+    check_exposure, encode_exr, encode_image, encode_png, to_srgb8, write_image, ImageFormat,
+};
 pub use rng::Rng;
 pub use stats::{RayKindStats, RenderStats};
 pub use tracer::{build_wave_tracer, bvh_mesh, two_level_input, AlphaTest, SceneBuild};

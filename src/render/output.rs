@@ -96,8 +96,19 @@ pub fn check_exposure(field: &str, exposure: f32) -> Result<()> {
 pub fn write_image(path: &Path, image: &Image, exposure: f32) -> Result<()> {
     let format = ImageFormat::from_path(path)?;
     check_exposure("exposure", exposure)?;
-    write_atomic(path, |w| match format {
+    write_atomic(path, |w| encode_image(w, format, image, exposure))
+}
+
+/// Encodes `image` to `w` as PNG (with `exposure` in stops) or EXR (linear, exposure
+/// ignored).
+pub fn encode_image(
+    w: &mut dyn Write,
+    format: ImageFormat,
+    image: &Image,
+    exposure: f32,
+) -> Result<()> {
+    match format {
         ImageFormat::Png => encode_png(w, image.width, image.height, &to_srgb8(image, exposure)),
         ImageFormat::Exr => encode_exr(w, image),
-    })
+    }
 }
