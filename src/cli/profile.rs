@@ -58,6 +58,40 @@ pub struct ProfileArgs {
     pub dxr: super::input::DxrArgs,
 }
 
+/// The triangles of a mesh or scene file (a scene flattened: its instances' triangles in
+/// world space), the scene itself, and the camera rays of a `width x height` grid: through
+/// `camera` when given, else the scene's camera, else a camera framing the mesh. A file
+/// without triangles is an error naming it.
+pub(super) fn camera_rays(
+    input: &Path,
+    is_scene: bool,
+    (width, height): (u32, u32),
+    camera: Option<&PinholeCamera>,
+) -> Result<(
+    Mesh,
+    Option<super::input::SceneInput>,
+    Vec<wavetrace::math::Ray>,
+)> {
+    let (mesh, scene) = if is_scene {
+        let scene = super::input::load_scene(input)?;
+        // A flat scene's one identity instance flattens to its own triangles.
+        (flatten(&scene.input).0, Some(scene))
+    } else {
+        (Mesh::load_obj(input)?, None)
+    };
+    if mesh.is_empty() {
+        return Err(Error::Other(format!("{}: no triangles", input.display())));
+    }
+    let primary = match (camera, &scene) {
+        (Some(c), _) => c.primary_rays(width, height),
+        (None, Some(scene)) => profile::scene_primary_rays(&scene.scene, width, height),
+        (None, None) => {
+            PinholeCamera::framing(&profile::mesh_bounds(&mesh)).primary_rays(width, height)
+        }
+    };
+    Ok((mesh, scene, primary))
+}
+
 pub(super) fn parse_size(s: &str) -> Result<(u32, u32)> {
     let bad = || Error::field("--size", format!("`{s}` is not WxH (e.g. 256x256)"));
     let (w, h) = s.split_once(['x', 'X']).ok_or_else(bad)?;
@@ -144,26 +178,12 @@ pub fn run(args: ProfileArgs) -> Result<i32> {
         _ => None,
     };
 
-    let (mesh, scene) = if is_scene {
-        let scene = super::input::load_scene(&args.input)?;
-        // A flat scene's one identity instance flattens to its own triangles.
-        (flatten(&scene.input).0, Some(scene))
-    } else {
-        (Mesh::load_obj(&args.input)?, None)
-    };
-    if mesh.is_empty() {
-        return Err(Error::Other(format!(
-            "{}: no triangles",
-            args.input.display()
-        )));
-    }
-    let primary = match (&camera_override, &scene) {
-        (Some(c), _) => c.primary_rays(width, height),
-        (None, Some(scene)) => profile::scene_primary_rays(&scene.scene, width, height),
-        (None, None) => {
-            PinholeCamera::framing(&profile::mesh_bounds(&mesh)).primary_rays(width, height)
-        }
-    };
+    let (mesh, scene, primary) = camera_rays(
+        &args.input,
+        is_scene,
+        (width, height),
+        camera_override.as_ref(),
+    )?;
     let input = args.input.display().to_string();
 
     let report = pool.install(|| -> Result<profile::ProfileReport> {

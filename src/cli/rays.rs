@@ -2,10 +2,7 @@
 //! `profile` makes, written as a ray file for `trace` and `bench`.
 
 use std::path::PathBuf;
-use wavetrace::bvh::two_level::flatten;
-use wavetrace::bvh::Mesh;
 use wavetrace::outfile::write_bytes_atomic;
-use wavetrace::profile::rays::PinholeCamera;
 use wavetrace::profile::{self, QueryKind, RayKind};
 use wavetrace::traverse::rayfile::encode_rays;
 use wavetrace::{Error, Result};
@@ -59,25 +56,8 @@ pub fn run(args: RaysArgs) -> Result<i32> {
         .input
         .extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("toml"));
-    let (mesh, scene) = if is_scene {
-        let scene = super::input::load_scene(&args.input)?;
-        (flatten(&scene.input).0, Some(scene))
-    } else {
-        (Mesh::load_obj(&args.input)?, None)
-    };
-    if mesh.is_empty() {
-        return Err(Error::Other(format!(
-            "{}: no triangles",
-            args.input.display()
-        )));
-    }
-    let primary = match (&camera, &scene) {
-        (Some(c), _) => c.primary_rays(width, height),
-        (None, Some(scene)) => profile::scene_primary_rays(&scene.scene, width, height),
-        (None, None) => {
-            PinholeCamera::framing(&profile::mesh_bounds(&mesh)).primary_rays(width, height)
-        }
-    };
+    let (mesh, _, primary) =
+        super::profile::camera_rays(&args.input, is_scene, (width, height), camera.as_ref())?;
     // The same set profile traces: secondary rays leave the reference hits of the camera
     // rays on the (flattened) triangles.
     let image = profile::reference_image(&mesh)?;
