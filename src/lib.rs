@@ -22,6 +22,7 @@ pub mod error;
 pub mod host;
 pub mod hw;
 pub mod math;
+pub mod memory;
 pub mod outfile;
 pub mod profile;
 pub mod render;

@@ -1,0 +1,212 @@
+//! What the wave loop records for the memory model: each wave instruction's node fetches.
+//!
+//! A [`Dispatch`] is one call of the tracer (one `DispatchRays`): per wave instruction, the
+//! lanes that fetched a node and the lanes among them that reached the TD, and one fetch a
+//! lane in lane order. A fetch is the node's 64-byte block within the image and its size:
+//! 64 bytes for FP16 box and triangle nodes and procedural nodes, 128 bytes for FP32 box
+//! nodes and instance nodes (which the traversal shader loads; they cost no TD clock).
+
+use crate::hw::{NodePointer, NodeType};
+
+/// Set in a fetch word for a 128-byte node (else 64 bytes); the other bits are the block.
+pub const FETCH_128: u32 = 1 << 31;
+
+/// One wave instruction's fetches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Instr {
+    /// The wave within its dispatch (wave w has rays `width w..width (w + 1)`).
+    pub wave: u32,
+    /// Index of the instruction's first fetch in [`Dispatch::fetches`].
+    pub first: u32,
+    /// Lanes that fetched a node (bit i: lane i of the wave), one fetch each in lane order.
+    pub lanes: u64,
+    /// Lanes whose query reached the TD (box and triangle nodes; a subset of `lanes`).
+    pub td: u64,
+}
+
+impl Instr {
+    /// The instruction's fetch words.
+    #[inline]
+    pub fn fetches<'d>(&self, dispatch: &'d Dispatch) -> &'d [u32] {
+        let first = self.first as usize;
+        &dispatch.fetches[first..first + self.lanes.count_ones() as usize]
+    }
+}
+
+/// The fetches of one tracer call, its instructions sorted by wave (each wave's in issue
+/// order).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Dispatch {
+    /// Lanes per wave: 32 or 64.
+    pub width: u32,
+    /// Rays of the call.
+    pub rays: u64,
+    pub instrs: Vec<Instr>,
+    pub fetches: Vec<u32>,
+}
+
+impl Dispatch {
+    /// Waves of the call.
+    pub fn waves(&self) -> u64 {
+        self.rays.div_ceil(self.width.max(1) as u64)
+    }
+
+    /// Appends `other`'s waves after this dispatch's (their rays numbered on, as one
+    /// dispatch); the widths must agree.
+    pub fn append(&mut self, other: &Dispatch) {
+        if self.instrs.is_empty() && self.rays == 0 {
+            self.width = other.width;
+        }
+        assert_eq!(self.width, other.width, "dispatches of one wave width");
+        let wave_base = self.waves() as u32;
+        let fetch_base = self.fetches.len() as u32;
+        self.instrs.extend(other.instrs.iter().map(|i| Instr {
+            wave: i.wave + wave_base,
+            first: i.first + fetch_base,
+            ..*i
+        }));
+        self.fetches.extend_from_slice(&other.fetches);
+        self.rays = self.waves() * self.width as u64 + other.rays;
+    }
+}
+
+/// The fetch word and TD flag of a lane's instruction at `node`, or `None` when it fetches
+/// nothing (past the image's `blocks`).
+#[inline(always)]
+pub fn node_fetch(node: NodePointer, blocks: u32) -> Option<(u32, bool)> {
+    let block = node.address_64();
+    let (size_128, td) = match node.node_type() {
+        NodeType::BoxF32 => (true, true),
+        NodeType::User6 => (true, false),
+        NodeType::User7 => (false, false),
+        _ => (false, true),
+    };
+    let end = block as u64 + 1 + size_128 as u64;
+    (end <= blocks as u64).then_some((block | if size_128 { FETCH_128 } else { 0 }, td))
+}
+
+/// The bytes and first byte address of a fetch word.
+#[inline]
+pub fn fetch_span(word: u32) -> (u64, u32) {
+    let address = ((word & !FETCH_128) as u64) * 64;
+    let bytes = if word & FETCH_128 != 0 { 128 } else { 64 };
+    (address, bytes)
+}
+
+/// The fetch log a [`Counters`](crate::counters::Counters) carries when the memory model is
+/// on: sealed dispatches, and the instructions of the call in progress (from any number of
+/// workers, merged in any order and sorted by wave when the call ends).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct FetchLog {
+    /// Whether the wave loop records into this log.
+    pub enabled: bool,
+    pub dispatches: Vec<Dispatch>,
+    pending: Dispatch,
+}
+
+impl FetchLog {
+    /// An empty log that records.
+    pub fn recording() -> FetchLog {
+        FetchLog {
+            enabled: true,
+            ..FetchLog::default()
+        }
+    }
+
+    /// An empty log that records when `self` does.
+    pub fn like(&self) -> FetchLog {
+        FetchLog {
+            enabled: self.enabled,
+            ..FetchLog::default()
+        }
+    }
+
+    /// Records one instruction of wave `wave` of the call in progress: the lanes in
+    /// `lanes` (bit i: lane i) with their fetch words, TD lanes in `td`.
+    #[inline]
+    pub fn push(&mut self, wave: u32, lanes: u64, td: u64, fetches: &[u32]) {
+        debug_assert_eq!(lanes.count_ones() as usize, fetches.len());
+        let first = self.pending.fetches.len() as u32;
+        self.pending.instrs.push(Instr {
+            wave,
+            first,
+            lanes,
+            td,
+        });
+        self.pending.fetches.extend_from_slice(fetches);
+    }
+
+    /// Adds `other`'s dispatches and pending instructions after this log's.
+    pub fn merge(&mut self, other: &FetchLog) {
+        self.dispatches.extend(other.dispatches.iter().cloned());
+        let base = self.pending.fetches.len() as u32;
+        self.pending
+            .instrs
+            .extend(other.pending.instrs.iter().map(|i| Instr {
+                first: i.first + base,
+                ..*i
+            }));
+        self.pending
+            .fetches
+            .extend_from_slice(&other.pending.fetches);
+        self.enabled |= other.enabled;
+    }
+
+    /// Ends the call in progress: `rays` rays in waves of `width` lanes. Its instructions
+    /// are sorted by wave (a stable sort: each wave's stay in issue order).
+    pub fn seal(&mut self, width: u32, rays: u64) {
+        let mut d = std::mem::take(&mut self.pending);
+        d.instrs.sort_by_key(|i| i.wave);
+        d.width = width;
+        d.rays = rays;
+        self.dispatches.push(d);
+    }
+
+    /// Takes the sealed dispatches.
+    pub fn take(&mut self) -> Vec<Dispatch> {
+        std::mem::take(&mut self.dispatches)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn node_fetch_sizes_follow_the_node_type() {
+        let p = |block, ty| NodePointer::new(block, ty);
+        assert_eq!(node_fetch(p(3, NodeType::BoxF16), 10), Some((3, true)));
+        assert_eq!(
+            node_fetch(p(3, NodeType::BoxF32), 10),
+            Some((3 | FETCH_128, true))
+        );
+        assert_eq!(
+            node_fetch(p(3, NodeType::User6), 10),
+            Some((3 | FETCH_128, false))
+        );
+        assert_eq!(node_fetch(p(3, NodeType::User7), 10), Some((3, false)));
+        assert_eq!(node_fetch(p(9, NodeType::Triangle2), 10), Some((9, true)));
+        assert_eq!(node_fetch(p(9, NodeType::BoxF32), 10), None);
+        assert_eq!(fetch_span(3 | FETCH_128), (192, 128));
+    }
+
+    #[test]
+    fn merged_logs_seal_in_wave_order() {
+        let mut a = FetchLog::recording();
+        let mut b = a.like();
+        b.push(1, 0b1, 0b1, &[7]);
+        a.push(0, 0b11, 0b01, &[1, 2]);
+        b.push(1, 0b10, 0b10, &[8]);
+        a.push(0, 0b1, 0b1, &[3]);
+        let mut m = a.like();
+        m.merge(&b);
+        m.merge(&a);
+        m.seal(32, 64);
+        let d = &m.dispatches[0];
+        let waves: Vec<u32> = d.instrs.iter().map(|i| i.wave).collect();
+        assert_eq!(waves, [0, 0, 1, 1]);
+        assert_eq!(d.instrs[0].fetches(d), [1, 2]);
+        assert_eq!(d.instrs[1].fetches(d), [3]);
+        assert_eq!(d.instrs[3].fetches(d), [8]);
+    }
+}
