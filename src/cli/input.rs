@@ -7,6 +7,8 @@ use std::sync::Arc;
 use std::time::Instant;
 use wavetrace::bvh::two_level::{build_two_level, TwoLevelBvh, TwoLevelInput, TwoLevelOptions};
 use wavetrace::bvh::Mesh;
+use wavetrace::hw::peak::ConsoleConfig;
+use wavetrace::memory::Machine;
 use wavetrace::render::{two_level_input, AlphaTest};
 use wavetrace::scene::Scene;
 use wavetrace::traverse::dxr::RayFlags;
@@ -38,6 +40,54 @@ impl DxrArgs {
     /// The parsed mask (errors name `--mask`).
     pub fn mask(&self) -> Result<u8> {
         parse_mask(&self.mask)
+    }
+}
+
+/// `--memory` and `--machine`, shared by the commands that trace.
+#[derive(clap::Args, Clone, Debug)]
+pub struct MemoryArgs {
+    /// The memory model: node fetches through the console's L0, L1, L2 and DRAM, with
+    /// latency and bandwidth (README "Memory model"). `off` reports the TD-only figures.
+    #[arg(long, value_enum, default_value = "on")]
+    pub memory: Switch,
+    /// The machine of the memory model: series-s, series-x, or a TOML file (`wavetrace
+    /// machine series-x --toml` prints one to start from). Default: the --target console.
+    #[arg(long, value_name = "NAME_OR_FILE")]
+    pub machine: Option<String>,
+}
+
+/// On or off.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Switch {
+    On,
+    Off,
+}
+
+impl MemoryArgs {
+    /// The machine to model, or `None` with `--memory off`.
+    pub fn machine(&self, console: &ConsoleConfig) -> Result<Option<Machine>> {
+        if self.memory == Switch::Off {
+            return Ok(None);
+        }
+        resolve_machine(self.machine.as_deref(), console).map(Some)
+    }
+}
+
+/// A built-in machine by name, or a machine file; without either, `console`'s.
+pub fn resolve_machine(name: Option<&str>, console: &ConsoleConfig) -> Result<Machine> {
+    match name {
+        None => Ok(Machine::for_console(console)),
+        Some(name) => match Machine::built_in(name) {
+            Some(m) => Ok(m),
+            None if Path::new(name).is_file() => Machine::from_file(Path::new(name)),
+            None => Err(Error::field(
+                "--machine",
+                format!(
+                    "{name}: neither a built-in machine ({}) nor a file",
+                    Machine::BUILT_IN.join(", ")
+                ),
+            )),
+        },
     }
 }
 

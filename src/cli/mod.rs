@@ -8,6 +8,7 @@ mod bvh;
 mod input;
 mod interrupt;
 mod isa;
+mod machine;
 mod peak;
 mod profile;
 mod rays;
@@ -46,6 +47,8 @@ enum Command {
     Rays(rays::RaysArgs),
     /// Texture tiling: layouts, swizzling, reference vectors.
     Tiling(tiling::TilingArgs),
+    /// A machine of the memory model (caches, latencies, bandwidths), or its TOML.
+    Machine(machine::MachineArgs),
 }
 
 /// Runs the CLI; returns the process exit code.
@@ -54,7 +57,10 @@ pub fn main() -> i32 {
     let cli = Cli::parse();
     // The long commands stop cleanly on SIGINT and SIGTERM; `isa` (which may wait on stdin)
     // and `peak` keep the default actions.
-    if !matches!(cli.command, Command::Isa(_) | Command::Peak(_)) {
+    if !matches!(
+        cli.command,
+        Command::Isa(_) | Command::Peak(_) | Command::Machine(_)
+    ) {
         interrupt::install();
     }
     let result = match cli.command {
@@ -67,6 +73,7 @@ pub fn main() -> i32 {
         Command::Profile(a) => profile::run(a),
         Command::Rays(a) => rays::run(a),
         Command::Tiling(a) => tiling::run(a),
+        Command::Machine(a) => machine::run(a),
     };
     match result {
         Ok(code) => code,

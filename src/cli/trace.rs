@@ -13,7 +13,8 @@ use wavetrace::counters::report::Report;
 use wavetrace::counters::Counters;
 use wavetrace::hw::peak::{SERIES_S, SERIES_X};
 use wavetrace::math::HitRecord;
-use wavetrace::outfile::OutputSet;
+use wavetrace::memory::{Dispatch, Machine, MemoryModel, MemoryStats};
+use wavetrace::outfile::{OutputId, OutputSet};
 use wavetrace::traverse::dxr::RayFlags;
 use wavetrace::traverse::rayfile::{encode_hits, encode_scene_hits, read_rays};
 use wavetrace::traverse::{Schedule, SimdPath, Strategy, WaveTracer, WaveTracerConfig};
@@ -94,6 +95,13 @@ pub struct TraceArgs {
     pub build: super::bvh::BuildArgs,
     #[command(flatten)]
     pub dxr: super::input::DxrArgs,
+    #[command(flatten)]
+    pub memory: super::input::MemoryArgs,
+    /// Write every node fetch of the memory model, in modelled time order, here: 16 bytes
+    /// a fetch, little-endian: u64 byte address within the BVH image, u32 bytes, u16 CU,
+    /// u16 0 (needs the memory model on).
+    #[arg(long, value_name = "FILE")]
+    pub fetch_trace: Option<PathBuf>,
     /// Worker threads (default: all cores).
     #[arg(long)]
     pub threads: Option<usize>,
@@ -114,6 +122,35 @@ pub struct TraceArgs {
     /// always keep the instruction's t (in the instance's object space, the same number).
     #[arg(long)]
     pub raw_t: bool,
+}
+
+/// Runs the memory model over `dispatches`, writing the fetch trace to output `trace`.
+pub fn run_memory_model(
+    machine: &Machine,
+    dispatches: &[Dispatch],
+    outputs: &mut OutputSet,
+    trace: Option<OutputId>,
+) -> Result<MemoryStats> {
+    let mut model = MemoryModel::new(machine);
+    match trace {
+        Some(id) => {
+            let path = outputs.path(id).to_path_buf();
+            outputs.write(id, |w| {
+                for d in dispatches {
+                    model
+                        .run_traced(d, None, Some(&mut *w))
+                        .map_err(|e| Error::io(&path, e))?;
+                }
+                Ok(())
+            })?;
+        }
+        None => {
+            for d in dispatches {
+                model.run(d, None);
+            }
+        }
+    }
+    Ok(model.finish())
 }
 
 /// The `--stats` JSON.
@@ -138,6 +175,8 @@ struct Stats<'a> {
     build_seconds: f64,
     /// Tracing only, seconds.
     trace_seconds: f64,
+    /// The memory model's run over the recorded fetches, seconds (0 with it off).
+    memory_model_seconds: f64,
     threads: usize,
     /// The build of the wave loop that ran (`portable` or `avx2`).
     simd: &'static str,
@@ -174,12 +213,26 @@ pub fn run(args: TraceArgs) -> Result<i32> {
     let stats_id = (args.stats.as_deref())
         .map(|p| outputs.file("--stats", p))
         .transpose()?;
+    let machine = args.memory.machine(&config.console)?;
+    if args.fetch_trace.is_some() && machine.is_none() {
+        return Err(Error::field(
+            "--fetch-trace",
+            "needs the memory model (--memory on)",
+        ));
+    }
+    let trace_id = (args.fetch_trace.as_deref())
+        .map(|p| outputs.file("--fetch-trace", p))
+        .transpose()?;
     let input = super::input::load(&args.mesh)?;
     let rays = read_rays(&args.rays)?;
     super::interrupt::check(&outputs)?;
     // What the hit file keeps (no barycentrics or facing: they are not computed).
     let mut hits = vec![HitRecord::MISS; rays.len()];
-    let mut counters = Counters::default();
+    let mut counters = if machine.is_some() {
+        Counters::recording_fetches()
+    } else {
+        Counters::default()
+    };
     let (primitives, scene_sizes, build_seconds, trace_seconds, bytes) = match &input {
         Input::Mesh(mesh) => {
             let start = Instant::now();
@@ -227,6 +280,20 @@ pub fn run(args: TraceArgs) -> Result<i32> {
         }
     };
     super::interrupt::check(&outputs)?;
+    let dispatches = counters.fetches.take();
+    let start = Instant::now();
+    let memory = match &machine {
+        Some(machine) => Some(run_memory_model(
+            machine,
+            &dispatches,
+            &mut outputs,
+            trace_id,
+        )?),
+        None => None,
+    };
+    drop(dispatches);
+    let memory_seconds = start.elapsed().as_secs_f64();
+    super::interrupt::check(&outputs)?;
     outputs.write_bytes(out_id, &bytes)?;
     let mut report = Report::new(
         &counters,
@@ -239,6 +306,9 @@ pub fn run(args: TraceArgs) -> Result<i32> {
     if scene_sizes.is_some() {
         report = report.with_levels();
     }
+    if let Some(memory) = &memory {
+        report = report.with_memory(memory);
+    }
     let what = match scene_sizes {
         None => format!("{primitives} triangles, BVH"),
         Some((instances, blases)) => format!(
@@ -246,13 +316,17 @@ pub fn run(args: TraceArgs) -> Result<i32> {
         ),
     };
     println!(
-        "{}: {what} built in {:.3} s; {}: traced in {:.3} s ({} build, {})",
+        "{}: {what} built in {:.3} s; {}: traced in {:.3} s ({} build, {}){}",
         args.mesh.display(),
         build_seconds,
         args.rays.display(),
         trace_seconds,
         config.simd.resolve().name(),
-        config.schedule.name()
+        config.schedule.name(),
+        match memory {
+            Some(_) => format!(", memory model {memory_seconds:.3} s"),
+            None => String::new(),
+        }
     );
     if ray_flags != RayFlags::NONE || instance_mask != 0xFF {
         println!(
@@ -274,6 +348,7 @@ pub fn run(args: TraceArgs) -> Result<i32> {
             options: format!("{:?}", args.build.options()),
             build_seconds,
             trace_seconds,
+            memory_model_seconds: if memory.is_some() { memory_seconds } else { 0.0 },
             threads,
             simd: config.simd.resolve().name(),
             schedule: config.schedule.name(),

@@ -11,6 +11,7 @@
 pub mod report;
 
 use crate::hw::peak::{ConsoleConfig, SERIES_S, SERIES_X};
+use crate::memory::FetchLog;
 use serde::Serialize;
 
 /// What the traversal shader did besides issuing the instruction: instance transitions and
@@ -226,6 +227,10 @@ pub struct Counters {
     pub shader: ShaderCounters,
     /// The same work split per TD, for both consoles.
     pub per_td: PerTd,
+    /// Each wave instruction's node fetches, for the memory model: recorded only when
+    /// `fetches.enabled` (see [`crate::memory`]).
+    #[serde(skip)]
+    pub fetches: FetchLog,
 }
 
 impl Counters {
@@ -254,6 +259,25 @@ impl Counters {
         self.lanes_empty += other.lanes_empty;
         self.shader.merge(&other.shader);
         self.per_td.merge(&other.per_td);
+        if other.fetches.enabled {
+            self.fetches.merge(&other.fetches);
+        }
+    }
+
+    /// Empty counters that record node fetches when `self` does.
+    pub fn like(&self) -> Counters {
+        Counters {
+            fetches: self.fetches.like(),
+            ..Counters::default()
+        }
+    }
+
+    /// Empty counters that record node fetches for the memory model.
+    pub fn recording_fetches() -> Counters {
+        Counters {
+            fetches: FetchLog::recording(),
+            ..Counters::default()
+        }
     }
 
     /// SIMD efficiency: active lane slots over available lane slots (0 when nothing ran).

@@ -7,6 +7,7 @@
 
 use super::{ratio, Counters, TdCounters};
 use crate::hw::peak::{format_giga, ConsoleConfig, CONSOLES, TD_COUNT_NOTE};
+use crate::memory::{MemoryReport, MemoryStats};
 use serde::Serialize;
 use std::fmt::Write;
 
@@ -154,6 +155,9 @@ pub struct Report {
     /// The split by level of a two-level trace (absent for a flat one).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub levels: Option<LevelSplit>,
+    /// The memory model's figures, when it ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory: Option<MemoryReport>,
     pub counters: Counters,
 }
 
@@ -328,7 +332,11 @@ impl Report {
             host: HostReport::new(counters, seconds, threads),
             derived: Derived::new(counters),
             levels: (counters.shader.instance_nodes > 0).then(|| LevelSplit::new(counters)),
-            counters: counters.clone(),
+            memory: None,
+            counters: Counters {
+                fetches: Default::default(),
+                ..counters.clone()
+            },
         }
     }
 
@@ -336,6 +344,18 @@ impl Report {
     /// already when any lane reached an instance node).
     pub fn with_levels(mut self) -> Report {
         self.levels = Some(LevelSplit::new(&self.counters));
+        self
+    }
+
+    /// The report with the memory model's figures, beside the TD-only rate of the target
+    /// console.
+    pub fn with_memory(mut self, stats: &MemoryStats) -> Report {
+        let td_only = self
+            .consoles
+            .iter()
+            .find(|c| c.cli_name == self.target)
+            .map_or(0.0, |c| c.modelled_rays_per_second);
+        self.memory = Some(MemoryReport::new(stats, td_only));
         self
     }
 
@@ -356,6 +376,10 @@ impl Report {
         let _ = writeln!(s);
         if let Some(levels) = &self.levels {
             write_levels(&mut s, levels);
+            let _ = writeln!(s);
+        }
+        if let Some(memory) = &self.memory {
+            s.push_str(&memory.table());
             let _ = writeln!(s);
         }
         self.write_host(&mut s);

@@ -157,6 +157,16 @@ impl FetchLog {
     pub fn seal(&mut self, width: u32, rays: u64) {
         let mut d = std::mem::take(&mut self.pending);
         d.instrs.sort_by_key(|i| i.wave);
+        // The fetch words in the same order, so that a wave's words are read one after the
+        // other.
+        let mut fetches = Vec::with_capacity(d.fetches.len());
+        for i in &mut d.instrs {
+            let n = i.lanes.count_ones() as usize;
+            let first = i.first as usize;
+            i.first = fetches.len() as u32;
+            fetches.extend_from_slice(&d.fetches[first..first + n]);
+        }
+        d.fetches = fetches;
         d.width = width;
         d.rays = rays;
         self.dispatches.push(d);

@@ -13,4 +13,4 @@ pub mod model;
 
 pub use fetch::{Dispatch, FetchLog};
 pub use machine::Machine;
-pub use model::{Bound, MemoryModel, MemoryStats};
+pub use model::{Bound, MemoryModel, MemoryReport, MemoryStats};

@@ -26,7 +26,7 @@
 //! Times are in shader clocks (f64).
 
 use super::cache::Cache;
-use super::fetch::{fetch_span, Dispatch};
+use super::fetch::{fetch_span, Dispatch, Instr};
 use super::machine::Machine;
 use serde::Serialize;
 use std::cmp::Ordering;
@@ -260,8 +260,6 @@ pub struct MemoryModel {
     dram_latency: f64,
     time: f64,
     stats: MemoryStats,
-    fetch_trace: Option<Box<dyn Write + Send>>,
-    trace_error: Option<std::io::Error>,
     trace_buffer: Vec<u8>,
 }
 
@@ -303,8 +301,6 @@ impl MemoryModel {
             dram_latency: m.dram_latency_clocks(),
             time: 0.0,
             stats,
-            fetch_trace: None,
-            trace_error: None,
             trace_buffer: Vec::new(),
             machine: m,
         }
@@ -314,16 +310,23 @@ impl MemoryModel {
         &self.machine
     }
 
-    /// Writes every node fetch, in the order the model makes them, to `out`: 16 bytes a
-    /// fetch, little-endian: u64 byte address within the image, u32 bytes, u16 CU, u16 0.
-    pub fn set_fetch_trace(&mut self, out: Box<dyn Write + Send>) {
-        self.fetch_trace = Some(out);
-    }
-
     /// Runs `dispatch` after the dispatches before it. With `ray_clocks` (one entry per ray
     /// of the dispatch), adds each ray's modelled clocks: for every instruction its lane
     /// took part in, the instruction's latency and the ALU clocks after it.
-    pub fn run(&mut self, dispatch: &Dispatch, mut ray_clocks: Option<&mut [f64]>) {
+    pub fn run(&mut self, dispatch: &Dispatch, ray_clocks: Option<&mut [f64]>) {
+        self.run_traced(dispatch, ray_clocks, None)
+            .expect("no fetch trace, no I/O");
+    }
+
+    /// [`Self::run`], writing every node fetch to `trace` in the order the model makes
+    /// them (the order the caches see them): 16 bytes a fetch, little-endian: u64 byte
+    /// address within the image, u32 bytes, u16 CU, u16 0.
+    pub fn run_traced(
+        &mut self,
+        dispatch: &Dispatch,
+        mut ray_clocks: Option<&mut [f64]>,
+        mut trace: Option<&mut dyn Write>,
+    ) -> std::io::Result<()> {
         let cus = self.machine.compute_units as u64;
         let slots = self.machine.wave_slots_per_cu() as u64;
         let alu = self.machine.alu_clocks_per_step as f64;
@@ -406,18 +409,14 @@ impl MemoryModel {
                 let (address, bytes) = fetch_span(word);
                 self.stats.fetches += 1;
                 self.stats.fetch_bytes += bytes as u64;
-                if let Some(out) = &mut self.fetch_trace {
-                    if self.trace_error.is_none() {
-                        self.trace_buffer.extend_from_slice(&address.to_le_bytes());
-                        self.trace_buffer.extend_from_slice(&bytes.to_le_bytes());
-                        self.trace_buffer.extend_from_slice(&(c as u16).to_le_bytes());
-                        self.trace_buffer.extend_from_slice(&[0, 0]);
-                        if self.trace_buffer.len() >= 1 << 16 {
-                            if let Err(e) = out.write_all(&self.trace_buffer) {
-                                self.trace_error = Some(e);
-                            }
-                            self.trace_buffer.clear();
-                        }
+                if let Some(out) = trace.as_deref_mut() {
+                    self.trace_buffer.extend_from_slice(&address.to_le_bytes());
+                    self.trace_buffer.extend_from_slice(&bytes.to_le_bytes());
+                    self.trace_buffer.extend_from_slice(&(c as u16).to_le_bytes());
+                    self.trace_buffer.extend_from_slice(&[0, 0]);
+                    if self.trace_buffer.len() >= 1 << 16 {
+                        out.write_all(&self.trace_buffer)?;
+                        self.trace_buffer.clear();
                     }
                 }
                 let first_line = self.l0[c as usize].line_of(address);
@@ -454,6 +453,9 @@ impl MemoryModel {
             }
             let next = complete + alu;
             if next_instr[w as usize] < starts[w as usize + 1] {
+                // Hundreds of other waves' instructions run before this one's next: its
+                // data is fetched into the host's cache meanwhile.
+                prefetch(dispatch, next_instr[w as usize] as usize);
                 cu.queue.push(Event { time: next, id: w });
             } else {
                 cu.end = cu.end.max(next);
@@ -482,6 +484,11 @@ impl MemoryModel {
         self.stats.time_clocks = end;
         self.stats.rays += dispatch.rays;
         self.stats.waves += waves;
+        if let Some(out) = trace {
+            out.write_all(&self.trace_buffer)?;
+            self.trace_buffer.clear();
+        }
+        Ok(())
     }
 
     /// Looks `line` up for CU `cu` (in shader array `array`) at `t`: when its data is there.
@@ -519,23 +526,8 @@ impl MemoryModel {
         t + self.dram_latency
     }
 
-    /// What the model measured so far (the bound decided over all dispatches). Flushes
-    /// the fetch trace; its write error, if any, is returned.
-    pub fn finish(&mut self) -> std::io::Result<MemoryStats> {
-        if let Some(out) = &mut self.fetch_trace {
-            if self.trace_error.is_none() {
-                if let Err(e) = out
-                    .write_all(&self.trace_buffer)
-                    .and_then(|()| out.flush())
-                {
-                    self.trace_error = Some(e);
-                }
-                self.trace_buffer.clear();
-            }
-        }
-        if let Some(e) = self.trace_error.take() {
-            return Err(e);
-        }
+    /// What the model measured so far (the bound decided over all dispatches).
+    pub fn finish(&self) -> MemoryStats {
         let mut stats = self.stats.clone();
         stats.finish_percentile();
         let max = |links: &[Link]| links.iter().map(|l| l.busy).fold(0.0, f64::max);
@@ -562,8 +554,137 @@ impl MemoryModel {
         } else {
             Bound::Latency
         });
-        Ok(stats)
+        stats
     }
+}
+
+/// The memory model's figures as reports print them (and their JSON).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct MemoryReport {
+    pub machine: String,
+    pub rays: u64,
+    pub l0_accesses: u64,
+    pub l0_hit_rate: f64,
+    pub l1_accesses: u64,
+    pub l1_hit_rate: f64,
+    pub l2_accesses: u64,
+    pub l2_hit_rate: f64,
+    pub dram_bytes: u64,
+    pub dram_bytes_per_ray: f64,
+    pub instruction_latency_mean_clocks: f64,
+    pub instruction_latency_p99_clocks: f64,
+    /// Shares of the CUs' time, in percent: TD accepting lanes, TD idle with waves waiting
+    /// on memory, TD idle with waves in shader ALU.
+    pub cu_td_percent: f64,
+    pub cu_memory_percent: f64,
+    pub cu_alu_percent: f64,
+    /// `TD`, `bandwidth` or `latency`.
+    pub bound: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub busiest_link: Option<&'static str>,
+    pub modelled_seconds: f64,
+    /// Rays per second with the memory model.
+    pub modelled_rays_per_second: f64,
+    /// The TD-only figure of the same run (one TD clock per lane, nothing else), beside it.
+    pub td_only_rays_per_second: f64,
+    /// A 1920 x 1080 frame of one ray a pixel at the modelled rate, in ms.
+    pub frame_ms_1080p: f64,
+}
+
+impl MemoryReport {
+    /// The report of `stats`, beside the TD-only rate of the same run.
+    pub fn new(stats: &MemoryStats, td_only_rays_per_second: f64) -> MemoryReport {
+        MemoryReport {
+            machine: stats.machine.clone(),
+            rays: stats.rays,
+            l0_accesses: stats.l0.accesses,
+            l0_hit_rate: stats.l0.hit_rate(),
+            l1_accesses: stats.l1.accesses,
+            l1_hit_rate: stats.l1.hit_rate(),
+            l2_accesses: stats.l2.accesses,
+            l2_hit_rate: stats.l2.hit_rate(),
+            dram_bytes: stats.dram_bytes,
+            dram_bytes_per_ray: stats.dram_bytes_per_ray(),
+            instruction_latency_mean_clocks: stats.latency_mean(),
+            instruction_latency_p99_clocks: stats.latency_p99,
+            cu_td_percent: stats.cu_share(stats.cu_td_clocks),
+            cu_memory_percent: stats.cu_share(stats.cu_memory_clocks),
+            cu_alu_percent: stats.cu_share(stats.cu_alu_clocks),
+            bound: stats.bound.unwrap_or(Bound::Latency).name(),
+            busiest_link: stats.busiest_link,
+            modelled_seconds: stats.seconds(),
+            modelled_rays_per_second: stats.rays_per_s(),
+            td_only_rays_per_second,
+            frame_ms_1080p: stats.frame_ms(1920 * 1080),
+        }
+    }
+
+    /// The report's lines for a text table.
+    pub fn table(&self) -> String {
+        let pct = |r: f64| format!("{:.1} %", 100.0 * r);
+        let mut s = String::new();
+        use std::fmt::Write as _;
+        let _ = writeln!(s, "memory model ({}):", self.machine);
+        let _ = writeln!(
+            s,
+            "  hit rate    L0 {} of {} accesses, L1 {} of {}, L2 {} of {}",
+            pct(self.l0_hit_rate),
+            self.l0_accesses,
+            pct(self.l1_hit_rate),
+            self.l1_accesses,
+            pct(self.l2_hit_rate),
+            self.l2_accesses
+        );
+        let _ = writeln!(
+            s,
+            "  DRAM        {:.1} bytes/ray ({} bytes)",
+            self.dram_bytes_per_ray, self.dram_bytes
+        );
+        let _ = writeln!(
+            s,
+            "  latency     mean {:.0} clocks, p99 {:.0} clocks (queue to completion)",
+            self.instruction_latency_mean_clocks, self.instruction_latency_p99_clocks
+        );
+        let bound = match self.busiest_link {
+            Some(link) => format!("{} ({link})", self.bound),
+            None => self.bound.to_string(),
+        };
+        let _ = writeln!(
+            s,
+            "  CU time     TD {:.1} %, memory {:.1} %, ALU {:.1} %; bound: {bound}",
+            self.cu_td_percent, self.cu_memory_percent, self.cu_alu_percent
+        );
+        let _ = writeln!(
+            s,
+            "  modelled    {:.3} G rays/s with memory, {:.3} G rays/s TD only; {:.2} ms a 1080p frame (1 ray/pixel)",
+            self.modelled_rays_per_second / 1e9,
+            self.td_only_rays_per_second / 1e9,
+            self.frame_ms_1080p
+        );
+        s
+    }
+}
+
+/// Asks the host CPU to bring instruction `index` of `dispatch` and its first fetch words
+/// into its cache (a hint; nothing on other architectures).
+#[inline(always)]
+fn prefetch(dispatch: &Dispatch, index: usize) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        if let Some(instr) = dispatch.instrs.get(index) {
+            let words = dispatch.fetches.as_ptr().wrapping_add(instr.first as usize);
+            // SAFETY: prefetching is a hint that never faults, whatever the address; SSE
+            // is part of every x86-64 CPU.
+            unsafe {
+                _mm_prefetch::<_MM_HINT_T0>((instr as *const Instr).cast());
+                _mm_prefetch::<_MM_HINT_T0>(words.cast());
+                _mm_prefetch::<_MM_HINT_T0>(words.wrapping_add(16).cast());
+            }
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (dispatch, index);
 }
 
 /// A resource busy this share of the time or more bounds the run (TD or a link); when none
@@ -572,7 +693,7 @@ pub const BOUND_USE: f64 = 0.75;
 
 #[cfg(test)]
 mod tests {
-    use super::super::fetch::{Instr, FETCH_128};
+    use super::super::fetch::FETCH_128;
     use super::super::machine::series_x;
     use super::*;
 
@@ -618,7 +739,7 @@ mod tests {
         let steps = 10;
         let d = dispatch(1, steps, 1, |_, i, _| i * (1 << 14));
         model.run(&d, None);
-        let s = model.finish().unwrap();
+        let s = model.finish();
         let per_step = 1.0
             + (m.l0.hit_latency_clocks + m.l1.hit_latency_clocks + m.l2.hit_latency_clocks)
                 as f64
@@ -641,7 +762,7 @@ mod tests {
         // 16 waves per CU, 200 instructions of 32 lanes each, all at block 0.
         let d = dispatch(m.compute_units * 16, 200, 32, |_, _, _| 0);
         model.run(&d, None);
-        let s = model.finish().unwrap();
+        let s = model.finish();
         let rate = 4.0 * s.td_clocks as f64 / s.seconds() / 1e9;
         assert!((rate / 379.6 - 1.0).abs() < 0.01, "{rate} G box tests/s");
         assert_eq!(s.bound, Some(Bound::Td));
@@ -657,7 +778,7 @@ mod tests {
             ((w * 64 + i) * 32 + l) * 2 | FETCH_128
         });
         model.run(&d, None);
-        let s = model.finish().unwrap();
+        let s = model.finish();
         let gb_per_s = s.dram_bytes as f64 / s.seconds() / 1e9;
         assert_eq!(s.dram_bytes, s.fetch_bytes);
         assert!(
@@ -673,7 +794,7 @@ mod tests {
         let mut model = MemoryModel::new(&series_x());
         let d = dispatch(1, 1, 32, |_, _, l| l);
         model.run(&d, None);
-        let s = model.finish().unwrap();
+        let s = model.finish();
         // 16 lines (two 64-byte blocks each): 16 misses, 16 hits.
         assert_eq!(s.l0.accesses, 32);
         assert_eq!(s.l0.hits, 16);

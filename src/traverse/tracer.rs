@@ -541,7 +541,6 @@ impl WaveTracer {
     {
         let block = CHUNK_WAVES * W;
         let avx2 = self.config.simd.avx2();
-        let schedule = self.config.schedule;
         let TraceJob {
             rays,
             out,
@@ -549,6 +548,14 @@ impl WaveTracer {
             counters,
             ..
         } = job;
+        let recording = counters.fetches.enabled;
+        // The memory model records the lockstep schedule's instructions (every schedule
+        // issues the same ones).
+        let schedule = if recording {
+            Schedule::Lockstep
+        } else {
+            self.config.schedule
+        };
         let run_block = |scratch: &mut BlockScratch<H, T::Lane>,
                          local: &mut Counters,
                          (b, (rays, out)): (usize, (&[Ray], &mut [O]))| {
@@ -600,7 +607,14 @@ impl WaveTracer {
                 .zip(out.par_chunks_mut(block))
                 .enumerate()
                 .fold(
-                    || (BlockScratch::new(block), Counters::default()),
+                    || {
+                        let local = if recording {
+                            Counters::recording_fetches()
+                        } else {
+                            Counters::default()
+                        };
+                        (BlockScratch::new(block), local)
+                    },
                     |(mut scratch, mut local), item| {
                         run_block(&mut scratch, &mut local, item);
                         (scratch, local)
@@ -617,6 +631,9 @@ impl WaveTracer {
             for item in rays.chunks(block).zip(out.chunks_mut(block)).enumerate() {
                 run_block(&mut scratch, counters, item);
             }
+        }
+        if recording {
+            counters.fetches.seal(W as u32, rays.len() as u64);
         }
     }
 

@@ -33,6 +33,8 @@ use crate::counters::{Counters, ShaderCounters};
 use crate::hw::instruction::LaneOutcome;
 use crate::hw::NodePointer;
 use crate::math::Ray;
+use crate::memory::fetch::node_fetch;
+use crate::memory::FetchLog;
 use crate::wave::intersect::{BoxResult, RayColumns, TriangleRay};
 use crate::wave::isa::{Isa, IsaKernel};
 use crate::wave::td::{charge_shader, StepCost, WaveCost};
@@ -88,6 +90,20 @@ pub(super) struct Lockstep<'a, T: Traversal, P: ?Sized, I, const W: usize, const
     box_results: [BoxResult; H],
     /// Each wave's sums so far.
     wave_cost: [WaveCost; 2],
+    /// The node fetches of each step, when the counters record them for the memory model
+    /// (the tail then runs in lockstep too, so that every step is recorded as issued).
+    recorder: Option<Box<StepRecorder>>,
+}
+
+/// What the lockstep loop records for the memory model: each wave's instructions.
+struct StepRecorder {
+    /// The image's 64-byte blocks (a node past them fetches nothing).
+    blocks: u32,
+    /// Index of the first wave (within its call).
+    first_index: u32,
+    log: FetchLog,
+    /// One instruction's fetch words (scratch).
+    words: Vec<u32>,
 }
 
 /// What a step's phases hand on (bit i: host lane i).
@@ -169,6 +185,14 @@ impl<'a, T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'a, T, P> {
             // Written for a lane before it is read in a step; zeros clear in one `memset`.
             box_results: [BoxResult::ZERO; H],
             wave_cost: [WaveCost::default(); 2],
+            recorder: counters.fetches.enabled.then(|| {
+                Box::new(StepRecorder {
+                    blocks: (self.intersector.memory.bytes.len() / 64) as u32,
+                    first_index: first_index as u32,
+                    log: counters.fetches.like(),
+                    words: Vec::with_capacity(64),
+                })
+            }),
         };
         while wave.exec != 0 {
             if lockstep.tail_is_left(wave) {
@@ -202,7 +226,10 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized, I: Isa, const W: usize, const H: us
     /// shares one stack cannot be among two lanes, but is ruled out all the same).
     #[inline(always)]
     fn tail_is_left(&self, wave: &Wave<H, LaneState<T::Lane>>) -> bool {
-        wave.exec.count_ones() <= TAIL_LANES && self.rejected == 0 && self.shared == 0
+        wave.exec.count_ones() <= TAIL_LANES
+            && self.rejected == 0
+            && self.shared == 0
+            && self.recorder.is_none()
     }
 
     /// Runs the last lanes alone to their ends (the same results and counters).
@@ -234,11 +261,45 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized, I: Isa, const W: usize, const H: us
             cost: StepCost::default(),
         };
         self.batch.start_step();
+        if self.recorder.is_some() {
+            self.record_step(wave);
+        }
         self.retire_rejected(wave, &mut step);
         self.test_box_lanes(wave, columns, &mut step);
         self.consume_box_results(wave, columns, &mut step);
         self.test_triangle_lanes(wave, columns, &mut step);
         self.charge_step(step.cost, issued);
+    }
+
+    /// Records the step's node fetches: per wave, each lane in exec that the instruction
+    /// does not reject, at the node its pointer names.
+    #[inline(never)]
+    fn record_step(&mut self, wave: &Wave<H, LaneState<T::Lane>>) {
+        let Some(rec) = self.recorder.as_deref_mut() else {
+            return;
+        };
+        let lanes = wave.exec & !self.rejected;
+        for k in 0..H / W {
+            let mut mask = lanes & Self::WAVE_MASK[k];
+            rec.words.clear();
+            let (mut fetched, mut td) = (0u64, 0u64);
+            while mask != 0 {
+                let i = mask.trailing_zeros() as usize;
+                mask &= mask - 1;
+                if let Some((word, on_td)) = node_fetch(wave.node[i], rec.blocks) {
+                    let bit = 1u64 << (i - W * k);
+                    rec.words.push(word);
+                    fetched |= bit;
+                    if on_td {
+                        td |= bit;
+                    }
+                }
+            }
+            if fetched != 0 {
+                rec.log
+                    .push(rec.first_index + k as u32, fetched, td, &rec.words);
+            }
+        }
     }
 
     /// First step only: the lanes whose registers the instruction rejects take the general
@@ -285,6 +346,9 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized, I: Isa, const W: usize, const H: us
     ) {
         for (k, cost) in self.wave_cost.iter().enumerate().take(waves) {
             cost.charge(counters, first_index + k as u64);
+        }
+        if let Some(rec) = self.recorder.take() {
+            counters.fetches.merge(&rec.log);
         }
         counters.trav_max_stack_depth = counters.trav_max_stack_depth.max(self.max_depth as u64);
         counters.trav_hits_accepted += self.hits_accepted;
