@@ -89,6 +89,11 @@ pub enum NodeOrder {
     DepthFirst,
     /// Level by level; a box node's new triangle nodes follow it directly.
     BreadthFirst,
+    /// Treelets: the tree cut into subtrees of at most
+    /// [`TREELET_BLOCKS`](encode::TREELET_BLOCKS) blocks (2 KB), each laid out level by
+    /// level, the treelets in depth-first order. A ray that enters a treelet finds the
+    /// nodes it visits next on lines it just fetched.
+    Treelets,
 }
 
 /// Build and encoder options.

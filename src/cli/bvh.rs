@@ -22,6 +22,8 @@ pub enum BoxArg {
 pub enum OrderArg {
     Dfs,
     Bfs,
+    /// Treelets of 2 KB laid out level by level, in depth-first order.
+    Treelets,
 }
 
 /// Build options, shared by the commands that build a BVH (defaults: `BuildOptions`'s).
@@ -76,6 +78,7 @@ impl BuildArgs {
             node_order: match self.order {
                 OrderArg::Dfs => NodeOrder::DepthFirst,
                 OrderArg::Bfs => NodeOrder::BreadthFirst,
+                OrderArg::Treelets => NodeOrder::Treelets,
             },
             spatial_splits: self.splits,
             box_grow_ulps: self.grow,

@@ -56,6 +56,8 @@ pub struct ProfileArgs {
     // Ray flags and mask: the TLAS axis's rays (scene files only).
     #[command(flatten)]
     pub dxr: super::input::DxrArgs,
+    #[command(flatten)]
+    pub memory: super::input::MemoryArgs,
 }
 
 /// The triangles of a mesh or scene file (a scene flattened: its instances' triangles in
@@ -163,6 +165,7 @@ pub fn run(args: ProfileArgs) -> Result<i32> {
         ));
     }
     let (width, height) = parse_size(&args.size)?;
+    let machine = args.memory.machine(&console)?;
     let camera_override = args.camera.as_deref().map(parse_camera).transpose()?;
     let pool = super::thread_pool(args.threads)?;
     let mut outputs = OutputSet::new();
@@ -227,6 +230,7 @@ pub fn run(args: ProfileArgs) -> Result<i32> {
             &console,
             reference.as_deref(),
             Some(super::interrupt::flag()),
+            machine.as_ref(),
         )?;
         report.reference_seconds += ray_seconds;
         if let (Some(scene), Some(canonical), false) = (&scene, &reference, tlas.is_empty()) {
@@ -245,6 +249,7 @@ pub fn run(args: ProfileArgs) -> Result<i32> {
                     &console,
                     scene_rays,
                     references,
+                    machine.as_ref(),
                 )?;
                 report.variants.push(r);
             }
@@ -338,5 +343,28 @@ fn write_heatmaps(
         report.variants.len(),
         dir.display()
     );
+    // The memory model's time per pixel, where each lane ran one ray.
+    let timed: Vec<&profile::VariantResult> = (report.variants.iter())
+        .filter(|v| !v.ray_memory_clocks.is_empty())
+        .collect();
+    if !timed.is_empty() {
+        let scale = profile::table::shared_scale(timed.iter().map(|v| &v.ray_memory_clocks[..]));
+        for v in &timed {
+            let img = heatmap::heatmap_image(&v.ray_memory_clocks, width, height, scale);
+            let mut bytes = Vec::new();
+            img.write_to(
+                &mut std::io::Cursor::new(&mut bytes),
+                image::ImageFormat::Png,
+            )
+            .map_err(|e| Error::Other(format!("cannot encode the heatmap PNG: {e}")))?;
+            outputs.write_in_dir(id, &format!("{}.memory.png", v.name), &bytes)?;
+        }
+        let _ = writeln!(
+            out,
+            "memory heatmaps: {} PNGs NAME.memory.png (modelled clocks per pixel with the \
+             memory model, shared scale 0..{scale}; none for refill variants)",
+            timed.len()
+        );
+    }
     Ok(())
 }

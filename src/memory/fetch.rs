@@ -41,16 +41,13 @@ pub struct Dispatch {
     pub width: u32,
     /// Rays of the call.
     pub rays: u64,
+    /// Waves of the call (`rays / width` rounded up, unless finished lanes took new rays).
+    pub waves: u64,
     pub instrs: Vec<Instr>,
     pub fetches: Vec<u32>,
 }
 
 impl Dispatch {
-    /// Waves of the call.
-    pub fn waves(&self) -> u64 {
-        self.rays.div_ceil(self.width.max(1) as u64)
-    }
-
     /// Appends `other`'s waves after this dispatch's (their rays numbered on, as one
     /// dispatch); the widths must agree.
     pub fn append(&mut self, other: &Dispatch) {
@@ -58,7 +55,7 @@ impl Dispatch {
             self.width = other.width;
         }
         assert_eq!(self.width, other.width, "dispatches of one wave width");
-        let wave_base = self.waves() as u32;
+        let wave_base = self.waves as u32;
         let fetch_base = self.fetches.len() as u32;
         self.instrs.extend(other.instrs.iter().map(|i| Instr {
             wave: i.wave + wave_base,
@@ -66,7 +63,8 @@ impl Dispatch {
             ..*i
         }));
         self.fetches.extend_from_slice(&other.fetches);
-        self.rays = self.waves() * self.width as u64 + other.rays;
+        self.rays = self.waves * self.width as u64 + other.rays;
+        self.waves += other.waves;
     }
 }
 
@@ -152,9 +150,9 @@ impl FetchLog {
         self.enabled |= other.enabled;
     }
 
-    /// Ends the call in progress: `rays` rays in waves of `width` lanes. Its instructions
-    /// are sorted by wave (a stable sort: each wave's stay in issue order).
-    pub fn seal(&mut self, width: u32, rays: u64) {
+    /// Ends the call in progress: `rays` rays in `waves` waves of `width` lanes. Its
+    /// instructions are sorted by wave (a stable sort: each wave's stay in issue order).
+    pub fn seal(&mut self, width: u32, rays: u64, waves: u64) {
         let mut d = std::mem::take(&mut self.pending);
         d.instrs.sort_by_key(|i| i.wave);
         // The fetch words in the same order, so that a wave's words are read one after the
@@ -169,6 +167,7 @@ impl FetchLog {
         d.fetches = fetches;
         d.width = width;
         d.rays = rays;
+        d.waves = waves;
         self.dispatches.push(d);
     }
 
@@ -211,7 +210,7 @@ mod tests {
         let mut m = a.like();
         m.merge(&b);
         m.merge(&a);
-        m.seal(32, 64);
+        m.seal(32, 64, 2);
         let d = &m.dispatches[0];
         let waves: Vec<u32> = d.instrs.iter().map(|i| i.wave).collect();
         assert_eq!(waves, [0, 0, 1, 1]);

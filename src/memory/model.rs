@@ -331,7 +331,7 @@ impl MemoryModel {
         let slots = self.machine.wave_slots_per_cu() as u64;
         let alu = self.machine.alu_clocks_per_step as f64;
         let cus_per_array = self.machine.cus_per_array;
-        let waves = dispatch.waves();
+        let waves = dispatch.waves;
         let width = dispatch.width as u64;
         // Each wave's instructions: `starts[w]..starts[w + 1]`.
         let mut starts = vec![0u32; waves as usize + 1];
@@ -708,6 +708,7 @@ mod tests {
         let mut d = Dispatch {
             width: 32,
             rays: waves as u64 * 32,
+            waves: waves as u64,
             ..Dispatch::default()
         };
         for w in 0..waves {

@@ -7,6 +7,7 @@ use crate::counters::Counters;
 use crate::hw::peak::ConsoleConfig;
 use crate::hw::NodePointer;
 use crate::math::{Hit, Ray};
+use crate::memory::{Dispatch, Machine, MemoryModel, MemoryReport, MemoryStats};
 use crate::traverse::short_stack::{ChildOrder, CountedTraversal};
 use crate::traverse::stream::{trace_stream, StreamRays, StreamStats, StreamTally};
 use crate::traverse::{LaneOutput, LaneState, StrategyVisitor, WaveRun};
@@ -69,6 +70,24 @@ pub struct VariantResult {
     /// Each ray's raw result, in input order.
     #[serde(skip)]
     pub outputs: Vec<LaneOutput>,
+    /// The memory model's figures (absent with it off).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory: Option<MemoryReport>,
+    /// Modelled clocks of each ray with the memory model, in input order (empty with it
+    /// off, or where lanes take new rays and a lane's time is not one ray's).
+    #[serde(skip)]
+    pub ray_memory_clocks: Vec<u32>,
+}
+
+impl VariantResult {
+    /// The rate the ranking uses: with the memory model when it ran, else TD only (10^9
+    /// rays/s).
+    pub fn ranked_grays(&self) -> f64 {
+        match &self.memory {
+            Some(m) => m.modelled_rays_per_second / 1e9,
+            None => self.modelled_grays,
+        }
+    }
 }
 
 /// A whole profile.
@@ -123,6 +142,19 @@ pub fn trace_variant(
     rays: &[Ray],
     query: QueryKind,
 ) -> (Vec<LaneOutput>, Counters, StreamStats) {
+    trace_variant_recording(variant, image, mesh, rays, query, false)
+}
+
+/// [`trace_variant`]; with `record`, the counters carry the node fetches of the run as one
+/// sealed dispatch (for the memory model), its rays in the variant's ray order.
+pub fn trace_variant_recording(
+    variant: &Variant,
+    image: &BvhImage,
+    mesh: &Mesh,
+    rays: &[Ray],
+    query: QueryKind,
+    record: bool,
+) -> (Vec<LaneOutput>, Counters, StreamStats) {
     let order = ChildOrder {
         sorted: image.descriptor.box_sort_enable,
         leaf_first: variant.leaf_first,
@@ -133,6 +165,7 @@ pub fn trace_variant(
         mesh,
         rays,
         query,
+        record,
     };
     variant
         .traversal
@@ -147,6 +180,7 @@ struct VariantRun<'v> {
     mesh: &'v Mesh,
     rays: &'v [Ray],
     query: QueryKind,
+    record: bool,
 }
 
 impl StrategyVisitor for VariantRun<'_> {
@@ -170,6 +204,7 @@ fn run<const W: usize, T: CountedTraversal>(
         mesh,
         rays,
         query,
+        record,
     } = *job;
     let memory = BvhMemory {
         bytes: &image.bytes,
@@ -197,6 +232,7 @@ fn run<const W: usize, T: CountedTraversal>(
         .enumerate()
         .map(|(b, (rays, out))| {
             let mut tally = StreamTally::default();
+            tally.counters.fetches.enabled = record;
             let mut wave: Box<Wave<W, LaneState<T::Lane>>> = Box::new(Wave::new(0));
             let run = WaveRun {
                 intersector: &intersector,
@@ -220,7 +256,14 @@ fn run<const W: usize, T: CountedTraversal>(
     for block in &blocks {
         tally.merge(block);
     }
-    let StreamTally { counters, stats } = tally;
+    let StreamTally {
+        mut counters,
+        stats,
+    } = tally;
+    if record {
+        let waves = rays.len().div_ceil(batch) as u64;
+        counters.fetches.seal(W as u32, rays.len() as u64, waves);
+    }
     let mut in_order = vec![LaneOutput::default(); rays.len()];
     for (k, &i) in permutation.iter().enumerate() {
         in_order[i as usize] = out[k];
@@ -228,7 +271,7 @@ fn run<const W: usize, T: CountedTraversal>(
     (in_order, counters, stats)
 }
 
-/// Runs and measures one variant.
+/// Runs and measures one variant (with the memory model of `machine`, when given).
 pub fn measure(
     variant: &Variant,
     image: &BvhImage,
@@ -236,9 +279,18 @@ pub fn measure(
     set: &RaySet,
     console: &ConsoleConfig,
     reference: &[Hit],
+    machine: Option<&Machine>,
 ) -> VariantResult {
     let start = Instant::now();
-    let (out, counters, stats) = trace_variant(variant, image, mesh, &set.rays, set.query);
+    let (out, mut counters, stats) = trace_variant_recording(
+        variant,
+        image,
+        mesh,
+        &set.rays,
+        set.query,
+        machine.is_some(),
+    );
+    let dispatches = counters.fetches.take();
     let host_seconds = start.elapsed().as_secs_f64();
     let wrong_rays = count_disagreements(set.query, reference, &out);
     let figures = Figures {
@@ -251,7 +303,44 @@ pub fn measure(
     r.wrong_rays = wrong_rays;
     r.ray_clocks = out.iter().map(|o| o.clocks).collect();
     r.outputs = out;
+    if let Some(machine) = machine {
+        // Per-ray times where each lane runs one ray (no refill), back in input order.
+        let permutation = (!variant.refill).then(|| variant.ray_order.permutation(&set.rays));
+        let (stats, clocks) = run_memory_model(variant, machine, &dispatches, permutation);
+        r.memory = Some(MemoryReport::new(&stats, r.modelled_grays * 1e9));
+        r.ray_memory_clocks = clocks;
+    }
     r
+}
+
+/// Runs the memory model of `machine` (with the variant's occupancy) over `dispatches`;
+/// with the permutation of the traced ray order, each ray's modelled clocks in input order.
+pub fn run_memory_model(
+    variant: &Variant,
+    machine: &Machine,
+    dispatches: &[Dispatch],
+    permutation: Option<Vec<u32>>,
+) -> (MemoryStats, Vec<u32>) {
+    let mut machine = machine.clone();
+    if let Some(n) = variant.waves_per_simd {
+        machine.waves_per_simd = n;
+    }
+    let mut model = MemoryModel::new(&machine);
+    let mut clocks = Vec::new();
+    for d in dispatches {
+        match &permutation {
+            Some(p) if dispatches.len() == 1 => {
+                let mut traced = vec![0.0; d.rays as usize];
+                model.run(d, Some(&mut traced));
+                clocks = vec![0u32; p.len()];
+                for (k, &i) in p.iter().enumerate() {
+                    clocks[i as usize] = traced.get(k).copied().unwrap_or(0.0).round() as u32;
+                }
+            }
+            _ => model.run(d, None),
+        }
+    }
+    (model.finish(), clocks)
 }
 
 /// What a variant's figures come from besides its counters.
@@ -320,6 +409,8 @@ pub fn result(
         counters,
         ray_clocks: Vec::new(),
         outputs: Vec::new(),
+        memory: None,
+        ray_memory_clocks: Vec::new(),
     }
 }
 
@@ -341,13 +432,13 @@ pub fn count_disagreements(query: QueryKind, reference: &[Hit], out: &[LaneOutpu
         .count() as u64
 }
 
-/// Sorts correct variants by modelled rate (fastest first; ties by name) and gives them
-/// ranks; wrong variants follow, unranked.
+/// Sorts correct variants by modelled rate (with the memory model when it ran; fastest
+/// first; ties by name) and gives them ranks; wrong variants follow, unranked.
 pub fn rank(results: &mut [VariantResult]) {
     results.sort_by(|a, b| {
         (a.wrong_rays > 0)
             .cmp(&(b.wrong_rays > 0))
-            .then(b.modelled_grays.total_cmp(&a.modelled_grays))
+            .then(b.ranked_grays().total_cmp(&a.ranked_grays()))
             .then(a.name.cmp(&b.name))
     });
     let mut next = 1;

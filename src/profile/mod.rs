@@ -47,6 +47,7 @@ pub use variants::{
 use crate::bvh::{self, BuildOptions, BvhImage, Mesh};
 use crate::hw::peak::ConsoleConfig;
 use crate::math::{Hit, Ray};
+use crate::memory::Machine;
 use crate::traverse::Query;
 use crate::{Error, Result};
 use serde::Serialize;
@@ -128,10 +129,11 @@ pub fn profile(
     console: &ConsoleConfig,
     canonical: Option<&[Hit]>,
 ) -> Result<ProfileReport> {
-    profile_until(input, mesh, set, variants, console, canonical, None)
+    profile_until(input, mesh, set, variants, console, canonical, None, None)
 }
 
-/// [`profile`], stopping with an error before the next variant once `cancel` is set.
+/// [`profile`], stopping with an error before the next variant once `cancel` is set, and
+/// with the memory model of `machine` when given (the ranking then follows its rate).
 pub fn profile_until(
     input: &str,
     mesh: &Mesh,
@@ -140,6 +142,7 @@ pub fn profile_until(
     console: &ConsoleConfig,
     canonical: Option<&[Hit]>,
     cancel: Option<&AtomicBool>,
+    machine: Option<&Machine>,
 ) -> Result<ProfileReport> {
     if set.rays.is_empty() {
         return Err(Error::Other(format!("{input}: no rays to profile")));
@@ -164,7 +167,7 @@ pub fn profile_until(
             return Err(Error::Other(format!("{input}: profile cancelled")));
         }
         let (image, own) = builds.get(mesh, &v.build, &set.rays)?;
-        let mut r = measure(v, &image, mesh, set, console, own);
+        let mut r = measure(v, &image, mesh, set, console, own, machine);
         r.canonical_diffs = r
             .outputs
             .iter()

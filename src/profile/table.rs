@@ -1,14 +1,16 @@
 //! The ranked report as a terminal table and as CSV, and the heatmaps' shared scale.
 
 use super::{ProfileReport, QueryKind, VariantResult};
+use crate::memory::MemoryReport;
 
 /// Column headers of the table and the CSV.
-pub const COLUMNS: [&str; 20] = [
+pub const COLUMNS: [&str; 26] = [
     "rank",
     "variant",
     "axis",
     "wrong_rays",
     "canonical_diffs",
+    "memory_grays",
     "grays",
     "balanced_grays",
     "peak_share",
@@ -24,15 +26,22 @@ pub const COLUMNS: [&str; 20] = [
     "td_balance",
     "bvh_bytes",
     "host_seconds",
+    "dram_bytes_per_ray",
+    "l0_hit_rate",
+    "l1_hit_rate",
+    "l2_hit_rate",
+    "bound",
 ];
 
-fn row(r: &VariantResult) -> [String; 20] {
+fn row(r: &VariantResult) -> [String; 26] {
+    let memory = |f: &dyn Fn(&MemoryReport) -> String| r.memory.as_ref().map_or("-".into(), f);
     [
         r.rank.map_or("WRONG".to_string(), |k| k.to_string()),
         r.name.clone(),
         r.axis.to_string(),
         r.wrong_rays.to_string(),
         r.canonical_diffs.to_string(),
+        memory(&|m| format!("{:.3}", m.modelled_rays_per_second / 1e9)),
         format!("{:.3}", r.modelled_grays),
         format!("{:.3}", r.balanced_grays),
         format!("{:.4}", r.peak_share),
@@ -48,6 +57,11 @@ fn row(r: &VariantResult) -> [String; 20] {
         format!("{:.3}", r.td_balance),
         r.bvh_bytes.to_string(),
         format!("{:.3}", r.host_seconds),
+        memory(&|m| format!("{:.1}", m.dram_bytes_per_ray)),
+        memory(&|m| format!("{:.3}", m.l0_hit_rate)),
+        memory(&|m| format!("{:.3}", m.l1_hit_rate)),
+        memory(&|m| format!("{:.3}", m.l2_hit_rate)),
+        memory(&|m| m.bound.to_string()),
     ]
 }
 
@@ -70,7 +84,8 @@ pub fn to_table(report: &ProfileReport) -> String {
         "axis",
         "wrong",
         "vs fp32",
-        "Grays/s",
+        "mem G/s",
+        "TD G/s",
         "bal G/s",
         "peak",
         "clk/ray",
@@ -85,8 +100,13 @@ pub fn to_table(report: &ProfileReport) -> String {
         "TD bal",
         "BVH B",
         "host s",
+        "DRAM B",
+        "L0",
+        "L1",
+        "L2",
+        "bound",
     ];
-    let rows: Vec<[String; 20]> = report.variants.iter().map(row).collect();
+    let rows: Vec<[String; 26]> = report.variants.iter().map(row).collect();
     let mut widths: Vec<usize> = short.iter().map(|h| h.len()).collect();
     for r in &rows {
         for (w, c) in widths.iter_mut().zip(r) {
@@ -108,7 +128,7 @@ pub fn to_table(report: &ProfileReport) -> String {
         s.trim_end().to_string() + "\n"
     };
     let mut out = format!(
-        "{}: {} {} rays ({}), ranked by modelled rays/s on {}\n",
+        "{}: {} {} rays ({}), ranked by modelled rays/s on {}{}\n",
         report.input,
         report.rays,
         report.ray_kind,
@@ -116,7 +136,11 @@ pub fn to_table(report: &ProfileReport) -> String {
             QueryKind::ClosestHit => "closest hit",
             QueryKind::AnyHit => "any hit",
         },
-        report.console
+        report.console,
+        match report.variants.iter().find_map(|v| v.memory.as_ref()) {
+            Some(m) => format!(" with the memory model ({})", m.machine),
+            None => " (TD only)".to_string(),
+        }
     );
     out.push_str(&line(&short.map(String::from)));
     for r in &rows {
@@ -128,10 +152,14 @@ pub fn to_table(report: &ProfileReport) -> String {
 /// A shared heatmap scale for `results`: the largest of their 99th-percentile per-ray
 /// clocks (at least 1), so one outlier ray does not wash out every map.
 pub fn shared_heatmap_scale(results: &[VariantResult]) -> u32 {
-    results
-        .iter()
-        .map(|r| {
-            let mut c = r.ray_clocks.clone();
+    shared_scale(results.iter().map(|r| &r.ray_clocks[..]))
+}
+
+/// [`shared_heatmap_scale`] of any per-ray values (the memory model's clocks).
+pub fn shared_scale<'a>(values: impl Iterator<Item = &'a [u32]>) -> u32 {
+    values
+        .map(|v| {
+            let mut c = v.to_vec();
             c.sort_unstable();
             c.get((c.len().saturating_sub(1)) * 99 / 100)
                 .copied()

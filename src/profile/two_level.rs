@@ -11,7 +11,8 @@
 //! The any-hit shader accepts every candidate (no alpha test), so the reference needs no
 //! materials.
 
-use super::measure::{agrees_geometrically, result, Figures};
+use super::measure::{agrees_geometrically, result, run_memory_model, Figures};
+use crate::memory::{Machine, MemoryReport};
 use super::{QueryKind, RaySet, TlasMode, Variant, VariantResult};
 use crate::bvh::two_level::{
     affine_f64, build_two_level, BlasGeometry, TwoLevelInput, TwoLevelOptions,
@@ -116,6 +117,7 @@ pub fn measure_tlas(
     console: &ConsoleConfig,
     scene_rays: SceneRays,
     references: References,
+    machine: Option<&Machine>,
 ) -> Result<VariantResult> {
     let config = WaveTracerConfig {
         wave: variant.wave,
@@ -145,7 +147,11 @@ pub fn measure_tlas(
         }
     };
     let n = set.rays.len();
-    let mut counters = Counters::default();
+    let mut counters = if machine.is_some() {
+        Counters::recording_fetches()
+    } else {
+        Counters::default()
+    };
     let mut clocks = vec![0u32; n];
     let start = Instant::now();
     // (t, hit) per ray.
@@ -162,6 +168,7 @@ pub fn measure_tlas(
         }
     };
     let host_seconds = start.elapsed().as_secs_f64();
+    let dispatches = counters.fetches.take();
     let figures = Figures {
         rays: n,
         host_seconds,
@@ -169,6 +176,13 @@ pub fn measure_tlas(
         stats: None,
     };
     let mut r = result(variant, counters, &figures, console);
+    if let Some(machine) = machine {
+        // One call: rays in input order.
+        let identity = Some((0..n as u32).collect());
+        let (stats, clocks) = run_memory_model(variant, machine, &dispatches, identity);
+        r.memory = Some(MemoryReport::new(&stats, r.modelled_grays * 1e9));
+        r.ray_memory_clocks = clocks;
+    }
     let disagree = |reference: &[Hit]| {
         outcome
             .iter()

@@ -1,7 +1,7 @@
 //! The profiled configurations: the baseline and one change along each axis.
 
 use super::rays::RayOrder;
-use crate::bvh::{BoxFormat, BuildOptions};
+use crate::bvh::{BoxFormat, BuildOptions, NodeOrder};
 use crate::traverse::Strategy;
 use crate::wave::WaveWidth;
 use crate::{Error, Result};
@@ -25,6 +25,8 @@ pub struct Variant {
     /// A scene's top level (the TLAS axis; `None`: the scene flattened into one mesh, as
     /// every other variant traces it).
     pub tlas: Option<TlasMode>,
+    /// Waves of the traversal shader per SIMD in the memory model (`None`: the machine's).
+    pub waves_per_simd: Option<u32>,
 }
 
 /// How the TLAS axis traces a scene.
@@ -53,6 +55,7 @@ impl Variant {
             refill: false,
             ray_order: RayOrder::AsGiven,
             tlas: None,
+            waves_per_simd: None,
         }
     }
 
@@ -76,8 +79,17 @@ impl Variant {
             Some(TlasMode::RebraidOn) => "; two-level, rebraid on (lockstep)",
             Some(TlasMode::Flattened) => "; flattened into one BLAS (lockstep)",
         };
+        let order = match b.node_order {
+            NodeOrder::DepthFirst => "",
+            NodeOrder::BreadthFirst => "; nodes breadth-first",
+            NodeOrder::Treelets => "; nodes in treelets",
+        };
+        let occupancy = match self.waves_per_simd {
+            None => String::new(),
+            Some(n) => format!("; {n} waves/SIMD"),
+        };
         format!(
-            "{trav}; sort {}; {}; boxes {boxes}; {} tris/node{}; {}; wave{}{}; rays {}{tlas}",
+            "{trav}; sort {}; {}; boxes {boxes}; {} tris/node{}; {}; wave{}{}; rays {}{tlas}{order}{occupancy}",
             if b.box_sort { "on" } else { "off" },
             if self.leaf_first {
                 "leaf-first"
@@ -165,6 +177,17 @@ pub fn all_variants() -> Vec<Variant> {
         v.build.spatial_splits = true
     }));
     out.push(with("optimize", "builder", &|v| v.build.optimize = true));
+    out.push(with("bfs", "node order", &|v| {
+        v.build.node_order = NodeOrder::BreadthFirst
+    }));
+    out.push(with("treelets", "node order", &|v| {
+        v.build.node_order = NodeOrder::Treelets
+    }));
+    for n in [4u32, 16] {
+        out.push(with(&format!("occupancy-{n}"), "occupancy", &|v| {
+            v.waves_per_simd = Some(n)
+        }));
+    }
     out
 }
 

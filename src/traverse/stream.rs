@@ -19,7 +19,8 @@ use crate::hw::pointer::NodePointer;
 use crate::math::Ray;
 use crate::wave::intersect::TriangleRay;
 use crate::wave::td::charge_shader;
-use crate::wave::{td, LaneStatus, Wave, WaveResults};
+use crate::memory::fetch::node_fetch;
+use crate::wave::{td, LaneStatus, Wave, WaveIntersector, WaveResults};
 
 /// What a stream measured besides [`Counters`].
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -142,6 +143,9 @@ impl<'s, 'a, T: CountedTraversal, P: PrimitiveIds + ?Sized, const W: usize>
             }
             let issued = wave.exec.count_ones();
             let cost = self.run.intersector.issue(wave, &mut results);
+            if tally.counters.fetches.enabled {
+                record_issue(self.run.intersector, wave, &results, &mut tally.counters);
+            }
             td::charge(&mut tally.counters, wave.index, W, issued, &cost);
             self.consume(wave, &results, tally);
         }
@@ -290,4 +294,42 @@ fn finish_lane<const W: usize, T: CountedTraversal>(
     let events = traversal.take_events(&mut wave.state[i].trav);
     tally.stats.node_bytes += 4 * events.parent_reads;
     tally.stats.events.merge(&events);
+}
+
+/// Records an issued instruction's node fetches for the memory model: each lane in exec
+/// whose query reached the TD, or that read a user node for the shader.
+#[inline(never)]
+fn record_issue<const W: usize, S>(
+    intersector: &WaveIntersector,
+    wave: &Wave<W, S>,
+    results: &WaveResults<W>,
+    counters: &mut Counters,
+) {
+    let blocks = (intersector.memory.bytes.len() / 64) as u32;
+    let mut words = [0u32; 64];
+    let (mut n, mut lanes, mut td) = (0, 0u64, 0u64);
+    let mut exec = wave.exec;
+    while exec != 0 {
+        let i = exec.trailing_zeros() as usize;
+        exec &= exec - 1;
+        if !matches!(
+            results.outcome[i],
+            LaneOutcome::Tested | LaneOutcome::UserNode
+        ) {
+            continue;
+        }
+        if let Some((word, on_td)) = node_fetch(wave.node[i], blocks) {
+            words[n] = word;
+            n += 1;
+            lanes |= 1 << i;
+            if on_td {
+                td |= 1 << i;
+            }
+        }
+    }
+    if lanes != 0 {
+        counters
+            .fetches
+            .push(wave.index as u32, lanes, td, &words[..n]);
+    }
 }

@@ -633,7 +633,9 @@ impl WaveTracer {
             }
         }
         if recording {
-            counters.fetches.seal(W as u32, rays.len() as u64);
+            counters
+                .fetches
+                .seal(W as u32, rays.len() as u64, rays.len().div_ceil(W) as u64);
         }
     }
 

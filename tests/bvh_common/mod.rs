@@ -155,7 +155,11 @@ pub fn all_options() -> Vec<BuildOptions> {
                 TriangleReturnMode::TriangleId,
                 TriangleReturnMode::Barycentrics,
             ] {
-                for node_order in [NodeOrder::DepthFirst, NodeOrder::BreadthFirst] {
+                for node_order in [
+                    NodeOrder::DepthFirst,
+                    NodeOrder::BreadthFirst,
+                    NodeOrder::Treelets,
+                ] {
                     for (spatial_splits, leaf_chains, optimize) in [
                         (false, false, false),
                         (true, false, false),

@@ -18,6 +18,10 @@ use std::collections::VecDeque;
 /// Marks a triangle node (pack ordinal) in [`Layout::order`]; box nodes are plain indices.
 pub(super) const PACK_ITEM: u32 = 1 << 31;
 
+/// Most 64-byte blocks of one treelet of [`NodeOrder::Treelets`] (2 KB: sixteen 128-byte
+/// cache lines).
+pub const TREELET_BLOCKS: usize = 32;
+
 /// Box nodes per task of [`layout_depth_first`].
 const LAYOUT_CHUNK: usize = 4096;
 
@@ -166,6 +170,32 @@ pub(super) fn layout_serial(input: &LayoutInput, node_order: NodeOrder) -> Layou
                         stack.push((c as usize, here, depth + 1));
                     }
                 }
+            }
+        }
+        NodeOrder::Treelets => {
+            // Treelet roots, popped in depth-first order; each treelet filled level by
+            // level while its blocks (box nodes and the triangle nodes they open) fit.
+            let mut roots = vec![(0usize, NodePointer::INVALID, 1u32)];
+            while let Some(root) = roots.pop() {
+                let mut reserved = input.own_blocks(root.0) + input.opened(root.0);
+                let mut queue = VecDeque::from([root]);
+                let mut spilled = Vec::new();
+                while let Some((n, parent, depth)) = queue.pop_front() {
+                    let here = place_node(n, parent, depth);
+                    for slot in tree.nodes[n].slots.iter().flatten() {
+                        if let Slot::Node(c) = *slot {
+                            let c = c as usize;
+                            let cost = input.own_blocks(c) + input.opened(c);
+                            if reserved + cost <= TREELET_BLOCKS {
+                                reserved += cost;
+                                queue.push_back((c, here, depth + 1));
+                            } else {
+                                spilled.push((c, here, depth + 1));
+                            }
+                        }
+                    }
+                }
+                roots.extend(spilled.into_iter().rev());
             }
         }
         NodeOrder::BreadthFirst => {

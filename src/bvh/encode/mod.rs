@@ -31,6 +31,7 @@ use crate::error::{Error, Result};
 use crate::hw::{BvhDescriptor, NodePointer};
 use f16::stored_box;
 use glam::Vec3A;
+pub use layout::TREELET_BLOCKS;
 use layout::{box_type, layout_depth_first, layout_serial, Layout, LayoutInput};
 use packing::{cluster_packs, pack_leaves, Packing, PACK_RUN};
 use rayon::prelude::*;
@@ -61,7 +62,9 @@ pub fn encode(
     };
     let layout = match options.node_order {
         NodeOrder::DepthFirst => layout_depth_first(&input),
-        NodeOrder::BreadthFirst => layout_serial(&input, options.node_order),
+        NodeOrder::BreadthFirst | NodeOrder::Treelets => {
+            layout_serial(&input, options.node_order)
+        }
     };
     if layout.blocks > MAX_BLOCKS {
         return Err(Error::Other(format!(
