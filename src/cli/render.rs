@@ -4,6 +4,7 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use wavetrace::hw::peak::ConsoleConfig;
+use wavetrace::memory::MemoryReport;
 use wavetrace::outfile::{OutputId, OutputSet};
 use wavetrace::render::{
     self, build_wave_tracer, heatmap_rgb8, Control, ImageFormat, RenderOptions, RenderOutput,
@@ -52,13 +53,18 @@ pub struct RenderArgs {
     /// Write the wave-model counters of the whole render (per ray kind) as JSON.
     #[arg(long)]
     pub stats: Option<PathBuf>,
-    /// Write a PNG heatmap of the mean TD clocks of each pixel's camera rays.
+    /// Write a PNG heatmap of each pixel's camera rays: their mean modelled clocks with the
+    /// memory model (`--memory on`), else their mean TD clocks.
     #[arg(long)]
     pub heatmap: Option<PathBuf>,
     // `--ray-flags` are the shadow rays' (besides the accept-first-hit that makes them
     // any-hit queries); `--mask` is every ray's instance inclusion mask.
     #[command(flatten)]
     pub dxr: super::input::DxrArgs,
+    /// The memory model runs when `--stats` or `--heatmap` is given: its figures go to the
+    /// summary and the stats, and the heatmap shows its modelled clocks.
+    #[command(flatten)]
+    pub memory: super::input::MemoryArgs,
 }
 
 fn parse_wave(s: &str) -> std::result::Result<u32, String> {
@@ -131,7 +137,10 @@ pub fn run(args: RenderArgs) -> Result<i32> {
         tracer.image_len(),
         built.build_seconds + built.encode_seconds
     );
-    let opts = render_options(&args, &scene);
+    let mut opts = render_options(&args, &scene);
+    if args.stats.is_some() || args.heatmap.is_some() {
+        opts.memory = args.memory.machine(&console)?;
+    }
     let bar = std::io::stderr().is_terminal().then(progress_bar);
     let progress = |p: RenderProgress| {
         if let Some(bar) = &bar {
@@ -256,10 +265,24 @@ fn write_outputs(
         rays as f64 / s.seconds.max(1e-9) / 1e6,
         s.texture_fetches
     );
+    let mut total = s.camera.counters.clone();
+    total.merge(&s.bounce.counters);
+    total.merge(&s.shadow.counters);
+    // The memory model runs each pass's calls as one stream of waves over every CU, so
+    // the TD-only figure beside it is the balanced one (every TD's clocks spread evenly),
+    // not the busiest TD of each call.
+    let memory = out.memory.as_ref().map(|m| {
+        let td_only = if total.td_clocks > 0 {
+            total.rays as f64 * console.tds() as f64 * console.clock_hz() / total.td_clocks as f64
+        } else {
+            0.0
+        };
+        MemoryReport::new(m, td_only)
+    });
+    if let Some(m) = &memory {
+        eprint!("{}", m.table());
+    }
     if let (Some(path), Some(id)) = (&args.stats, ids.stats) {
-        let mut total = s.camera.counters.clone();
-        total.merge(&s.bounce.counters);
-        total.merge(&s.shadow.counters);
         let json = serde_json::json!({
             "scene": args.scene.display().to_string(),
             "wave": args.wave,
@@ -267,14 +290,20 @@ fn write_outputs(
             "seed": args.seed,
             "stats": s,
             "total_counters": total,
+            "memory": memory,
         });
         outputs.write(id, |w| {
             serde_json::to_writer_pretty(&mut *w, &json)
                 .map_err(|e| Error::Other(format!("{}: {e}", path.display())))
         })?;
     }
-    if let (Some(id), Some(clocks)) = (ids.heatmap, &out.camera_clocks) {
-        let (w, h, rgb) = heatmap_rgb8(clocks, s.width, s.height, "MEAN TD CLOCKS PER CAMERA RAY");
+    let heatmap = match (&out.camera_memory_clocks, &out.camera_clocks) {
+        (Some(c), _) => Some((c, "MEAN MODELLED CLOCKS PER CAMERA RAY (MEMORY MODEL)")),
+        (None, Some(c)) => Some((c, "MEAN TD CLOCKS PER CAMERA RAY")),
+        (None, None) => None,
+    };
+    if let (Some(id), Some((clocks, title))) = (ids.heatmap, heatmap) {
+        let (w, h, rgb) = heatmap_rgb8(clocks, s.width, s.height, title);
         outputs.write(id, |wr| render::encode_png(wr, w, h, &rgb))?;
     }
     Ok(())

@@ -39,7 +39,8 @@ impl Instr {
 pub struct Dispatch {
     /// Lanes per wave: 32 or 64.
     pub width: u32,
-    /// Rays of the call.
+    /// Rays of the call (ray `r` of wave `w` is lane `r - width w`, and per-ray outputs are
+    /// indexed `width w + lane`; an appended dispatch keeps its partial waves' empty lanes).
     pub rays: u64,
     /// Waves of the call (`rays / width` rounded up, unless finished lanes took new rays).
     pub waves: u64,
@@ -48,8 +49,9 @@ pub struct Dispatch {
 }
 
 impl Dispatch {
-    /// Appends `other`'s waves after this dispatch's (their rays numbered on, as one
-    /// dispatch); the widths must agree.
+    /// Appends `other`'s waves after this dispatch's, as one dispatch: its wave `w` becomes
+    /// wave `self.waves + w` (so its rays' lanes start at `self.waves x width`); the widths
+    /// must agree.
     pub fn append(&mut self, other: &Dispatch) {
         if self.instrs.is_empty() && self.rays == 0 {
             self.width = other.width;
@@ -63,7 +65,7 @@ impl Dispatch {
             ..*i
         }));
         self.fetches.extend_from_slice(&other.fetches);
-        self.rays = self.waves * self.width as u64 + other.rays;
+        self.rays += other.rays;
         self.waves += other.waves;
     }
 }

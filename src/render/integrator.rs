@@ -10,6 +10,7 @@ use super::shade::{InstanceFrame, Shader};
 use super::tile::{render_tile, Context, Tile, TileResult};
 use super::{Image, RenderStats};
 use crate::scene::{BlasShape, Geometry, Lights, Scene};
+use crate::memory::{Dispatch, Machine, MemoryModel, MemoryStats};
 use crate::wave::Tracer;
 use crate::{Error, Result};
 use rayon::prelude::*;
@@ -33,6 +34,10 @@ pub struct RenderOptions {
     pub time_budget: Option<Duration>,
     /// Keep the TD clocks of every camera ray (for heatmaps).
     pub record_clocks: bool,
+    /// Run the memory model of this machine over every tracer call (each pass's calls as one
+    /// stream of waves, tile by tile), for the stats and, with `record_clocks`, the modelled
+    /// clocks per camera ray.
+    pub memory: Option<Machine>,
 }
 
 impl RenderOptions {
@@ -46,6 +51,7 @@ impl RenderOptions {
             samples_per_pass: 8,
             time_budget: None,
             record_clocks: false,
+            memory: None,
         }
     }
 }
@@ -80,6 +86,11 @@ pub struct RenderOutput {
     pub camera_clocks: Option<Vec<f32>>,
     /// True when stopped through [`Control::cancel`].
     pub interrupted: bool,
+    /// The memory model's measurements (with [`RenderOptions::memory`]).
+    pub memory: Option<MemoryStats>,
+    /// Mean modelled clocks of each pixel's camera rays with the memory model (with
+    /// [`RenderOptions::memory`] and `record_clocks`).
+    pub camera_memory_clocks: Option<Vec<f32>>,
 }
 
 /// Renders `scene` through `tracer`.
@@ -115,7 +126,10 @@ pub fn render(
         tracer,
         seed: opts.seed,
         record_clocks: opts.record_clocks,
+        record_fetches: opts.memory.is_some(),
     };
+    let mut model = opts.memory.as_ref().map(MemoryModel::new);
+    let mut memory_clocks = vec![0.0f64; if opts.record_clocks && model.is_some() { (w * h) as usize } else { 0 }];
     let tiles = Tile::grid(w, h, opts.tile_size);
     let passes = opts.spp.div_ceil(opts.samples_per_pass);
     let jobs = Jobs {
@@ -148,18 +162,64 @@ pub fn render(
             film.add(tile, r);
             stats.merge(&r.stats);
         }
+        if let Some(model) = &mut model {
+            run_pass_model(model, &tiles, &results, w, &mut memory_clocks);
+        }
         spp_done = samples.end;
         last_pass = pass_start.elapsed();
     }
     let (image, camera_clocks) = film.resolve(spp_done);
     stats.spp = spp_done;
     stats.seconds = start.elapsed().as_secs_f64();
+    let camera_memory_clocks = (!memory_clocks.is_empty()).then(|| {
+        let inv = if spp_done > 0 { 1.0 / spp_done as f64 } else { 0.0 };
+        memory_clocks.iter().map(|&c| (c * inv) as f32).collect()
+    });
     Ok(RenderOutput {
         image,
         stats,
         camera_clocks,
         interrupted,
+        memory: model.as_ref().map(MemoryModel::finish),
+        camera_memory_clocks,
     })
+}
+
+/// Runs one pass's tracer calls through the memory model as one stream of waves (tile by
+/// tile, each tile's calls in order); with `pixel_clocks` (one per film pixel of a film
+/// `width` wide), adds each camera ray's modelled clocks to its pixel.
+fn run_pass_model(
+    model: &mut MemoryModel,
+    tiles: &[Tile],
+    results: &[TileResult],
+    width: u32,
+    pixel_clocks: &mut [f64],
+) {
+    let mut pass = Dispatch::default();
+    // Per camera call: its first ray in `pass`, its tile and its rays' pixels.
+    let mut cameras: Vec<(u64, &Tile, &[u32])> = Vec::new();
+    for (tile, r) in tiles.iter().zip(results) {
+        let mut camera = r.camera_dispatches.iter().peekable();
+        for (j, d) in r.dispatches.iter().enumerate() {
+            let base = pass.waves * d.width as u64;
+            if let Some((_, pixels)) = camera.next_if(|(k, _)| *k == j) {
+                cameras.push((base, tile, pixels));
+            }
+            pass.append(d);
+        }
+    }
+    if pixel_clocks.is_empty() {
+        model.run(&pass, None);
+        return;
+    }
+    let mut clocks = vec![0.0f64; (pass.waves * pass.width as u64) as usize];
+    model.run(&pass, Some(&mut clocks));
+    for (base, tile, pixels) in cameras {
+        for (k, &p) in pixels.iter().enumerate() {
+            let (x, y) = (tile.x0 + p % tile.width(), tile.y0 + p / tile.width());
+            pixel_clocks[(y * width + x) as usize] += clocks[base as usize + k];
+        }
+    }
 }
 
 /// Refuses options and scenes the renderer cannot take: zero samples, depth, tile or pass

@@ -12,6 +12,7 @@ use super::RenderStats;
 use crate::math::{Hit, Ray};
 use crate::wave::Tracer;
 use glam::Vec3;
+use crate::memory::Dispatch;
 use std::ops::Range;
 
 /// A rectangle of the film: pixels `x0..x1` x `y0..y1`.
@@ -60,6 +61,8 @@ pub(super) struct Context<'a> {
     pub seed: u64,
     /// Keep the TD clocks of every camera ray.
     pub record_clocks: bool,
+    /// Record every tracer call's node fetches for the memory model.
+    pub record_fetches: bool,
 }
 
 /// Sums of one tile job, per pixel of the tile (row-major in the tile).
@@ -70,6 +73,11 @@ pub(super) struct TileResult {
     /// `record_clocks`).
     pub clocks: Vec<u64>,
     pub stats: RenderStats,
+    /// The node fetches of each tracer call, in call order (empty without
+    /// `record_fetches`).
+    pub dispatches: Vec<Dispatch>,
+    /// For each camera-ray call: its index in `dispatches` and each ray's pixel in the tile.
+    pub camera_dispatches: Vec<(usize, Vec<u32>)>,
 }
 
 /// Which ray kind a batch is (which of the per-kind stats it counts into).
@@ -91,7 +99,16 @@ pub(super) fn render_tile(ctx: &Context, tile: Tile, samples: Range<u32>) -> Til
         hits: Vec::new(),
         ray_clocks: Vec::new(),
         shadow: ShadowBatch::default(),
+        dispatches: Vec::new(),
+        camera_dispatches: Vec::new(),
     };
+    for kind in [
+        &mut job.stats.camera,
+        &mut job.stats.bounce,
+        &mut job.stats.shadow,
+    ] {
+        kind.counters.fetches.enabled = ctx.record_fetches;
+    }
     let mut active: Vec<u32> = (0..job.paths.len() as u32).collect();
     let mut depth = 1u32;
     let mut kind = Kind::Camera;
@@ -148,6 +165,8 @@ struct Job<'a> {
     hits: Vec<Hit>,
     ray_clocks: Vec<u32>,
     shadow: ShadowBatch,
+    dispatches: Vec<Dispatch>,
+    camera_dispatches: Vec<(usize, Vec<u32>)>,
 }
 
 impl Job<'_> {
@@ -178,6 +197,17 @@ impl Job<'_> {
             }
         } else {
             tracer.closest_hits(rays, &mut self.hits, None, &mut ks.counters);
+        }
+        if self.ctx.record_fetches {
+            let taken = ks.counters.fetches.take();
+            if kind == Kind::Camera {
+                let pixels = active
+                    .iter()
+                    .map(|&pi| self.paths[pi as usize].pixel)
+                    .collect();
+                self.camera_dispatches.push((self.dispatches.len(), pixels));
+            }
+            self.dispatches.extend(taken);
         }
     }
 
@@ -222,6 +252,10 @@ impl Job<'_> {
             &mut shadow.occluded,
             &mut self.stats.shadow.counters,
         );
+        if self.ctx.record_fetches {
+            let taken = self.stats.shadow.counters.fetches.take();
+            self.dispatches.extend(taken);
+        }
         for (&(pi, value), &occ) in shadow.values.iter().zip(shadow.occluded.iter()) {
             if !occ {
                 self.paths[pi as usize].radiance += value;
@@ -248,6 +282,8 @@ impl Job<'_> {
             sums,
             clocks: self.clocks,
             stats: self.stats,
+            dispatches: self.dispatches,
+            camera_dispatches: self.camera_dispatches,
         }
     }
 }
