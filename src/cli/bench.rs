@@ -17,7 +17,9 @@ use wavetrace::bvh;
 use wavetrace::bvh::two_level::{flatten, TwoLevelOptions};
 use wavetrace::counters::Counters;
 use wavetrace::host::cpu_name;
+use wavetrace::hw::peak::SERIES_X;
 use wavetrace::math::{HitRecord, Ray};
+use wavetrace::memory::{Machine, MemoryModel, MemoryReport};
 use wavetrace::outfile::OutputSet;
 use wavetrace::traverse::dxr::RayFlags;
 use wavetrace::traverse::rayfile::read_rays;
@@ -62,6 +64,14 @@ pub struct BenchArgs {
     /// instanced and flattened speed in one run.
     #[arg(long)]
     pub flatten: bool,
+    /// Also time every trace with the memory model on (fetches recorded, then run through
+    /// the model), alternating with the plain trace in the same rounds; report the speed
+    /// ratio and the model's figures.
+    #[arg(long)]
+    pub memory_model: bool,
+    /// The machine of `--memory-model`: series-s, series-x or a TOML file.
+    #[arg(long, value_name = "NAME_OR_FILE", default_value = "series-x")]
+    pub machine: String,
     /// Also write the results as JSON here.
     #[arg(long)]
     pub json: Option<PathBuf>,
@@ -85,6 +95,14 @@ struct Row {
     best_ns_per_lane_step: f64,
     /// Every repetition's trace time, seconds.
     seconds: Vec<f64>,
+    /// With `--memory-model`: the fastest repetition of trace + memory model, rays per
+    /// second, its ratio to `best_rays_per_second`, and the model's figures.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    memory_best_rays_per_second: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    memory_speed_ratio: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    memory: Option<MemoryReport>,
 }
 
 #[derive(Serialize)]
@@ -197,7 +215,23 @@ pub fn run(args: BenchArgs) -> Result<i32> {
         }
     };
     super::interrupt::check(&outputs)?;
-    let timed = time_traces(&args, &pool, &builds, &tracers, &ray_sets, &outputs)?;
+    let machine = if args.memory_model {
+        Some(super::input::resolve_machine(
+            Some(&args.machine),
+            &SERIES_X,
+        )?)
+    } else {
+        None
+    };
+    let timed = time_traces(
+        &args,
+        &pool,
+        &builds,
+        &tracers,
+        &ray_sets,
+        &outputs,
+        machine.as_ref(),
+    )?;
     let rows = rows(&args, &builds, &ray_sets, &timed);
     let cpu = cpu_name();
     let what = match instances {
@@ -220,6 +254,9 @@ pub fn run(args: BenchArgs) -> Result<i32> {
     }
     println!("host CPU: {cpu}");
     print_table(&rows);
+    if args.memory_model {
+        print_memory_table(&rows);
+    }
     println!("hits and counters: identical in every repetition, build and schedule");
     let mut agreement = Vec::new();
     if let Some((triangles, origin)) = &flat_mesh {
@@ -316,6 +353,10 @@ struct Timed {
     seconds: Vec<Vec<Vec<f64>>>,
     hits: Vec<Vec<Vec<HitRecord>>>,
     clocks: Vec<Vec<u64>>,
+    /// With the memory model: per ray set and build, every repetition's trace + model time,
+    /// and the model's report.
+    memory_seconds: Vec<Vec<Vec<f64>>>,
+    memory: Vec<Vec<Option<MemoryReport>>>,
 }
 
 /// Each build's input, numbered in order of first appearance.
@@ -343,15 +384,34 @@ fn time_traces(
     tracers: &[WaveTracer],
     ray_sets: &[Vec<Ray>],
     outputs: &OutputSet,
+    machine: Option<&Machine>,
 ) -> Result<Timed> {
     let group = input_groups(builds);
     let groups = group.iter().max().map_or(0, |g| g + 1);
     let mut seconds = vec![vec![Vec::new(); builds.len()]; ray_sets.len()];
+    let mut memory_seconds = vec![vec![Vec::new(); builds.len()]; ray_sets.len()];
+    let mut memory = vec![vec![None; builds.len()]; ray_sets.len()];
     let mut first: Vec<Vec<FirstRun>> = vec![vec![None; groups]; ray_sets.len()];
     for _ in 0..args.repeat {
         for (f, rays) in ray_sets.iter().enumerate() {
             for (b, tracer) in tracers.iter().enumerate() {
                 super::interrupt::check(outputs)?;
+                if let Some(machine) = machine {
+                    // The same trace recording its fetches, then the model over them.
+                    let mut hits = vec![HitRecord::MISS; rays.len()];
+                    let mut counters = Counters::recording_fetches();
+                    let start = Instant::now();
+                    pool.install(|| tracer.closest_hit_records(rays, &mut hits, &mut counters));
+                    let mut model = MemoryModel::new(machine);
+                    for d in counters.fetches.take() {
+                        model.run(&d, None);
+                    }
+                    let stats = model.finish();
+                    memory_seconds[f][b].push(start.elapsed().as_secs_f64());
+                    let td_only = counters.rays as f64
+                        / wavetrace::wave::td::modelled_seconds(&counters, &SERIES_X).max(1e-300);
+                    memory[f][b] = Some(MemoryReport::new(&stats, td_only));
+                }
                 // What `wavetrace trace` produces and times.
                 let mut hits = vec![HitRecord::MISS; rays.len()];
                 let mut counters = Counters::default();
@@ -391,6 +451,8 @@ fn time_traces(
         seconds,
         hits,
         clocks,
+        memory_seconds,
+        memory,
     })
 }
 
@@ -415,10 +477,44 @@ fn rows(args: &BenchArgs, builds: &[Build], ray_sets: &[Vec<Ray>], timed: &Timed
                 td_clocks_per_ray: clocks as f64 / n.max(1.0),
                 best_ns_per_lane_step: best * 1e9 / (clocks as f64).max(1.0),
                 seconds: timed.seconds[f][b].clone(),
+                memory_best_rays_per_second: None,
+                memory_speed_ratio: None,
+                memory: timed.memory[f][b].clone(),
             });
+            if !timed.memory_seconds[f][b].is_empty() {
+                let (_, best_memory, _) = super::first_best_median(&timed.memory_seconds[f][b]);
+                let row = rows.last_mut().expect("just pushed");
+                row.memory_best_rays_per_second = Some(n / best_memory);
+                row.memory_speed_ratio = Some(best / best_memory);
+            }
         }
     }
     rows
+}
+
+/// The memory model's rows: host speed with it beside the plain trace's, and its figures.
+fn print_memory_table(rows: &[Row]) {
+    println!();
+    println!("with the memory model (trace recording fetches + the model, same rounds):");
+    for r in rows {
+        let (Some(with), Some(ratio), Some(m)) = (
+            r.memory_best_rays_per_second,
+            r.memory_speed_ratio,
+            &r.memory,
+        ) else {
+            continue;
+        };
+        println!(
+            "{} ({}, {}): best {:.3} Mrays/s with it, {:.3} without: {:.2}x",
+            r.rays_file,
+            r.input,
+            r.simd,
+            with / 1e6,
+            r.best_rays_per_second / 1e6,
+            ratio
+        );
+        print!("{}", m.table());
+    }
 }
 
 fn print_table(rows: &[Row]) {

@@ -348,7 +348,11 @@ pub fn run(args: TraceArgs) -> Result<i32> {
             options: format!("{:?}", args.build.options()),
             build_seconds,
             trace_seconds,
-            memory_model_seconds: if memory.is_some() { memory_seconds } else { 0.0 },
+            memory_model_seconds: if memory.is_some() {
+                memory_seconds
+            } else {
+                0.0
+            },
             threads,
             simd: config.simd.resolve().name(),
             schedule: config.schedule.name(),

@@ -76,9 +76,12 @@ impl Cache {
 
     /// Accesses line `line`: whether it hit. A miss allocates the line in place of the
     /// set's least recently used way (an empty way first).
-    #[inline]
+    #[inline(always)]
     pub fn access(&mut self, line: u64) -> bool {
-        assert!(line < EMPTY as u64, "line number past the cache model's range");
+        assert!(
+            line < EMPTY as u64,
+            "line number past the cache model's range"
+        );
         if self.clock == u32::MAX - 1 {
             self.renumber();
         }

@@ -113,11 +113,9 @@ impl Machine {
         let text = std::str::from_utf8(&bytes)
             .map_err(|e| Error::parse(path, 0, format!("not UTF-8 text: {e}")))?;
         Machine::from_toml(text).map_err(|e| match e {
-            Error::InvalidField { field, message } => Error::parse(
-                path,
-                0,
-                format!("field `{field}`: {message}"),
-            ),
+            Error::InvalidField { field, message } => {
+                Error::parse(path, 0, format!("field `{field}`: {message}"))
+            }
             Error::Other(message) => Error::parse(path, 0, message),
             other => other,
         })

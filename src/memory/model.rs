@@ -412,7 +412,8 @@ impl MemoryModel {
                 if let Some(out) = trace.as_deref_mut() {
                     self.trace_buffer.extend_from_slice(&address.to_le_bytes());
                     self.trace_buffer.extend_from_slice(&bytes.to_le_bytes());
-                    self.trace_buffer.extend_from_slice(&(c as u16).to_le_bytes());
+                    self.trace_buffer
+                        .extend_from_slice(&(c as u16).to_le_bytes());
                     self.trace_buffer.extend_from_slice(&[0, 0]);
                     if self.trace_buffer.len() >= 1 << 16 {
                         out.write_all(&self.trace_buffer)?;
@@ -563,11 +564,19 @@ impl MemoryModel {
 pub struct MemoryReport {
     pub machine: String,
     pub rays: u64,
+    /// Node fetches (one per lane that read a node) and their bytes.
+    pub fetches: u64,
+    pub fetch_bytes: u64,
+    /// Per level: accesses (one per line a fetch touches, at each level it reaches), hits
+    /// and their ratio.
     pub l0_accesses: u64,
+    pub l0_hits: u64,
     pub l0_hit_rate: f64,
     pub l1_accesses: u64,
+    pub l1_hits: u64,
     pub l1_hit_rate: f64,
     pub l2_accesses: u64,
+    pub l2_hits: u64,
     pub l2_hit_rate: f64,
     pub dram_bytes: u64,
     pub dram_bytes_per_ray: f64,
@@ -597,11 +606,16 @@ impl MemoryReport {
         MemoryReport {
             machine: stats.machine.clone(),
             rays: stats.rays,
+            fetches: stats.fetches,
+            fetch_bytes: stats.fetch_bytes,
             l0_accesses: stats.l0.accesses,
+            l0_hits: stats.l0.hits,
             l0_hit_rate: stats.l0.hit_rate(),
             l1_accesses: stats.l1.accesses,
+            l1_hits: stats.l1.hits,
             l1_hit_rate: stats.l1.hit_rate(),
             l2_accesses: stats.l2.accesses,
+            l2_hits: stats.l2.hits,
             l2_hit_rate: stats.l2.hit_rate(),
             dram_bytes: stats.dram_bytes,
             dram_bytes_per_ray: stats.dram_bytes_per_ray(),
@@ -742,8 +756,7 @@ mod tests {
         model.run(&d, None);
         let s = model.finish();
         let per_step = 1.0
-            + (m.l0.hit_latency_clocks + m.l1.hit_latency_clocks + m.l2.hit_latency_clocks)
-                as f64
+            + (m.l0.hit_latency_clocks + m.l1.hit_latency_clocks + m.l2.hit_latency_clocks) as f64
             + m.dram.latency_ns * 1e-9 * m.clock_mhz as f64 * 1e6
             + m.alu_clocks_per_step as f64;
         assert_eq!(s.l0.hits + s.l1.hits + s.l2.hits, 0);

@@ -12,7 +12,6 @@
 //! materials.
 
 use super::measure::{agrees_geometrically, result, run_memory_model, Figures};
-use crate::memory::{Machine, MemoryReport};
 use super::{QueryKind, RaySet, TlasMode, Variant, VariantResult};
 use crate::bvh::two_level::{
     affine_f64, build_two_level, BlasGeometry, TwoLevelInput, TwoLevelOptions,
@@ -21,6 +20,7 @@ use crate::bvh::{self, Mesh};
 use crate::counters::Counters;
 use crate::hw::peak::ConsoleConfig;
 use crate::math::{Hit, Ray};
+use crate::memory::{Machine, MemoryReport};
 use crate::traverse::dxr::RayFlags;
 use crate::traverse::{Schedule, SimdPath, WaveTracer, WaveTracerConfig};
 use crate::wave::Tracer;

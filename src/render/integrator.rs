@@ -9,8 +9,8 @@ use super::film::Film;
 use super::shade::{InstanceFrame, Shader};
 use super::tile::{render_tile, Context, Tile, TileResult};
 use super::{Image, RenderStats};
-use crate::scene::{BlasShape, Geometry, Lights, Scene};
 use crate::memory::{Dispatch, Machine, MemoryModel, MemoryStats};
+use crate::scene::{BlasShape, Geometry, Lights, Scene};
 use crate::wave::Tracer;
 use crate::{Error, Result};
 use rayon::prelude::*;
@@ -129,7 +129,14 @@ pub fn render(
         record_fetches: opts.memory.is_some(),
     };
     let mut model = opts.memory.as_ref().map(MemoryModel::new);
-    let mut memory_clocks = vec![0.0f64; if opts.record_clocks && model.is_some() { (w * h) as usize } else { 0 }];
+    let mut memory_clocks = vec![
+        0.0f64;
+        if opts.record_clocks && model.is_some() {
+            (w * h) as usize
+        } else {
+            0
+        }
+    ];
     let tiles = Tile::grid(w, h, opts.tile_size);
     let passes = opts.spp.div_ceil(opts.samples_per_pass);
     let jobs = Jobs {
@@ -172,7 +179,11 @@ pub fn render(
     stats.spp = spp_done;
     stats.seconds = start.elapsed().as_secs_f64();
     let camera_memory_clocks = (!memory_clocks.is_empty()).then(|| {
-        let inv = if spp_done > 0 { 1.0 / spp_done as f64 } else { 0.0 };
+        let inv = if spp_done > 0 {
+            1.0 / spp_done as f64
+        } else {
+            0.0
+        };
         memory_clocks.iter().map(|&c| (c * inv) as f32).collect()
     });
     Ok(RenderOutput {

@@ -10,9 +10,9 @@ use super::rng::Rng;
 use super::shade::{PathState, Shader};
 use super::RenderStats;
 use crate::math::{Hit, Ray};
+use crate::memory::Dispatch;
 use crate::wave::Tracer;
 use glam::Vec3;
-use crate::memory::Dispatch;
 use std::ops::Range;
 
 /// A rectangle of the film: pixels `x0..x1` x `y0..y1`.

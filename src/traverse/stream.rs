@@ -17,9 +17,9 @@ use crate::counters::{Counters, ShaderCounters};
 use crate::hw::instruction::LaneOutcome;
 use crate::hw::pointer::NodePointer;
 use crate::math::Ray;
+use crate::memory::fetch::node_fetch;
 use crate::wave::intersect::TriangleRay;
 use crate::wave::td::charge_shader;
-use crate::memory::fetch::node_fetch;
 use crate::wave::{td, LaneStatus, Wave, WaveIntersector, WaveResults};
 
 /// What a stream measured besides [`Counters`].

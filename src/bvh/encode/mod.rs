@@ -62,9 +62,7 @@ pub fn encode(
     };
     let layout = match options.node_order {
         NodeOrder::DepthFirst => layout_depth_first(&input),
-        NodeOrder::BreadthFirst | NodeOrder::Treelets => {
-            layout_serial(&input, options.node_order)
-        }
+        NodeOrder::BreadthFirst | NodeOrder::Treelets => layout_serial(&input, options.node_order),
     };
     if layout.blocks > MAX_BLOCKS {
         return Err(Error::Other(format!(
