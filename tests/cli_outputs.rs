@@ -280,8 +280,9 @@ fn profile_writes_csv_json_and_heatmaps_together() {
     ]);
     assert_eq!(code, 0, "{out}\n{err}");
     assert_eq!(names(&out_dir), ["maps", "p.csv", "p.json"]);
+    // The TD-clock map and the memory model's map.
     assert_eq!(
         names(&out_dir.join("maps").join("deep")),
-        ["full-stack.png"]
+        ["full-stack.memory.png", "full-stack.png"]
     );
 }
