@@ -3,43 +3,39 @@
 
 use wide::u32x8;
 
-/// One cache: per way, the line it holds and when it was last used. Lines are kept as
-/// u32 (a line number of 2^32 - 1 or more would need an image of 512 GiB). Each set's ways
-/// are padded to a multiple of eight, compared eight at a time; a padding way never holds
-/// a line and is never the least recently used.
+/// One cache: each set's lines, most recently used first, so that a hit moves its line to
+/// the front and a miss drops the set's last line (an empty way while there is one). Lines
+/// are kept as u32 (a line number of 2^32 - 1 or more would need an image of 512 GiB). Each
+/// set is padded to a multiple of eight ways, searched eight at a time; the padding never
+/// holds a line.
 #[derive(Clone, Debug)]
 pub struct Cache {
     sets: u64,
     /// `sets - 1` when `sets` is a power of two (the set is then a mask, not a division).
     set_mask: Option<u64>,
+    ways: usize,
     /// Ways per set, padded to a multiple of eight.
     stride: usize,
     line_shift: u32,
-    /// Per way: the line held (`EMPTY`: none).
+    /// Per set, `stride` entries: the lines held, most recently used first (`EMPTY`: none).
     tags: Vec<u32>,
-    /// Per way: the access count at its last use (0: never used; `u32::MAX`: padding).
-    stamps: Vec<u32>,
-    clock: u32,
 }
 
 /// The tag of an empty way.
 const EMPTY: u32 = u32::MAX;
 
-/// Eight ways of a set.
-#[inline(always)]
-fn eight(values: &[u32], c: usize) -> u32x8 {
-    let chunk: [u32; 8] = values[8 * c..8 * c + 8].try_into().expect("eight ways");
-    u32x8::from(chunk)
-}
-
 /// Index of the first of `values` (a multiple of eight long) equal to `v`.
 #[inline(always)]
 fn first_equal(values: &[u32], v: u32) -> Option<usize> {
     let v8 = u32x8::splat(v);
-    (0..values.len() / 8).find_map(|c| {
-        let mask = eight(values, c).simd_eq(v8).to_bitmask();
-        (mask != 0).then(|| 8 * c + mask.trailing_zeros() as usize)
-    })
+    for (c, chunk) in values.chunks_exact(8).enumerate() {
+        let eight: [u32; 8] = chunk.try_into().expect("eight ways");
+        let mask = u32x8::from(eight).simd_eq(v8).to_bitmask();
+        if mask != 0 {
+            return Some(8 * c + mask.trailing_zeros() as usize);
+        }
+    }
+    None
 }
 
 impl Cache {
@@ -47,19 +43,13 @@ impl Cache {
     pub fn new(sets: u64, ways: u32, line_bytes: u32) -> Cache {
         assert!(sets > 0 && ways > 0 && line_bytes.is_power_of_two());
         let stride = (ways as usize).div_ceil(8) * 8;
-        let n = sets as usize * stride;
-        let mut stamps = vec![0; n];
-        for set in stamps.chunks_exact_mut(stride) {
-            set[ways as usize..].fill(u32::MAX);
-        }
         Cache {
             sets,
             set_mask: sets.is_power_of_two().then(|| sets - 1),
+            ways: ways as usize,
             stride,
             line_shift: line_bytes.trailing_zeros(),
-            tags: vec![EMPTY; n],
-            stamps,
-            clock: 0,
+            tags: vec![EMPTY; sets as usize * stride],
         }
     }
 
@@ -78,50 +68,24 @@ impl Cache {
     /// set's least recently used way (an empty way first).
     #[inline(always)]
     pub fn access(&mut self, line: u64) -> bool {
-        assert!(
-            line < EMPTY as u64,
-            "line number past the cache model's range"
-        );
-        if self.clock == u32::MAX - 1 {
-            self.renumber();
-        }
-        self.clock += 1;
+        assert!(line < EMPTY as u64, "line number past the cache model's range");
         let set = match self.set_mask {
             Some(mask) => line & mask,
             None => line % self.sets,
         } as usize;
         let base = set * self.stride;
         let tags = &mut self.tags[base..base + self.stride];
-        let stamps = &mut self.stamps[base..base + self.stride];
         let line = line as u32;
-        if let Some(k) = first_equal(tags, line) {
-            stamps[k] = self.clock;
+        if tags[0] == line {
             return true;
         }
-        let mut oldest = eight(stamps, 0);
-        for c in 1..self.stride / 8 {
-            oldest = oldest.min(eight(stamps, c));
-        }
-        let victim = first_equal(stamps, oldest.reduce_min()).unwrap_or(0);
-        tags[victim] = line;
-        stamps[victim] = self.clock;
-        false
-    }
-
-    /// Renumbers the used ways' stamps 1, 2, ... in the order of their last use, keeping
-    /// every set's LRU order (before the access count would reach the padding's stamp).
-    #[cold]
-    fn renumber(&mut self) {
-        let mut order: Vec<(u32, usize)> = (self.stamps.iter().copied())
-            .enumerate()
-            .filter(|&(_, s)| s != 0 && s != u32::MAX)
-            .map(|(i, s)| (s, i))
-            .collect();
-        order.sort_unstable();
-        for (rank, &(_, i)) in order.iter().enumerate() {
-            self.stamps[i] = rank as u32 + 1;
-        }
-        self.clock = order.len() as u32;
+        let (hit, last) = match first_equal(tags, line) {
+            Some(k) => (true, k),
+            None => (false, self.ways - 1),
+        };
+        tags.copy_within(0..last, 1);
+        tags[0] = line;
+        hit
     }
 }
 
@@ -143,21 +107,6 @@ mod tests {
         // Now 3 was evicted (1 used after it).
         assert!(c.access(1));
         assert!(!c.access(3));
-    }
-
-    #[test]
-    fn renumbering_keeps_the_lru_order() {
-        let mut c = Cache::new(1, 3, 64);
-        for line in [1, 2, 3, 1] {
-            c.access(line);
-        }
-        c.clock = u32::MAX - 1;
-        // Renumbered before this access; 2 is the oldest, then 3.
-        assert!(!c.access(4));
-        assert!(c.access(1));
-        assert!(c.access(3));
-        assert!(!c.access(2));
-        assert!(c.access(3));
     }
 
     #[test]
