@@ -50,7 +50,7 @@ impl Mesh {
     }
 
     /// Parses OBJ text; `path` only names the source in errors. Every line is checked
-    /// first ([`check_obj_text`]: the error names its line); a file without any face is an
+    /// first (`check_obj_text`: the error names its line); a file without any face is an
     /// error too.
     pub fn parse_obj(path: &Path, text: &[u8]) -> Result<Mesh> {
         let counts = check_obj_text(text).map_err(|(line, m)| Error::parse(path, line, m))?;

@@ -116,7 +116,7 @@ pub struct BuildOptions {
     pub box_grow_ulps: u8,
     /// Descriptor box sorting.
     pub box_sort: bool,
-    /// Leaf chains (only with `triangles_per_node` 2 or 4; [`build`] refuses them with 1):
+    /// Leaf chains (only with `triangles_per_node` 2 or 4; [`build()`](fn@build) refuses them with 1):
     /// triangles are first grouped into fan clusters ([`cluster`]) stored in slots `0..n` of
     /// one triangle node, and a single box child slot points at the cluster with
     /// `type = n - 1`, meaning "triangles n-1 down to 0 of this node" (the generalisation of

@@ -229,8 +229,10 @@ pub fn run(args: ProfileArgs) -> Result<i32> {
             &flat,
             &console,
             reference.as_deref(),
-            Some(super::interrupt::flag()),
-            machine.as_ref(),
+            profile::Run {
+                cancel: Some(super::interrupt::flag()),
+                machine: machine.as_ref(),
+            },
         )?;
         report.reference_seconds += ray_seconds;
         if let (Some(scene), Some(canonical), false) = (&scene, &reference, tlas.is_empty()) {
@@ -240,7 +242,11 @@ pub fn run(args: ProfileArgs) -> Result<i32> {
             for v in &tlas {
                 super::interrupt::check(&outputs)?;
                 let checked = plain_rays.then(|| two_level::reference_for(v, &whole, canonical));
-                let references = two_level::References { checked, canonical };
+                let references = two_level::References {
+                    checked,
+                    canonical,
+                    machine: machine.as_ref(),
+                };
                 let r = two_level::measure_tlas(
                     v,
                     &scene.input,
@@ -249,7 +255,6 @@ pub fn run(args: ProfileArgs) -> Result<i32> {
                     &console,
                     scene_rays,
                     references,
-                    machine.as_ref(),
                 )?;
                 report.variants.push(r);
             }

@@ -68,7 +68,10 @@ impl Cache {
     /// set's least recently used way (an empty way first).
     #[inline(always)]
     pub fn access(&mut self, line: u64) -> bool {
-        assert!(line < EMPTY as u64, "line number past the cache model's range");
+        assert!(
+            line < EMPTY as u64,
+            "line number past the cache model's range"
+        );
         let set = match self.set_mask {
             Some(mask) => line & mask,
             None => line % self.sets,

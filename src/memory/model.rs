@@ -789,7 +789,7 @@ mod tests {
         let waves = m.compute_units * m.wave_slots_per_cu();
         // Every lane of every instruction a new 128-byte node (two blocks).
         let d = dispatch(waves, 64, 32, |w, i, l| {
-            ((w * 64 + i) * 32 + l) * 2 | FETCH_128
+            (((w * 64 + i) * 32 + l) * 2) | FETCH_128
         });
         model.run(&d, None);
         let s = model.finish();

@@ -129,11 +129,29 @@ pub fn profile(
     console: &ConsoleConfig,
     canonical: Option<&[Hit]>,
 ) -> Result<ProfileReport> {
-    profile_until(input, mesh, set, variants, console, canonical, None, None)
+    profile_until(
+        input,
+        mesh,
+        set,
+        variants,
+        console,
+        canonical,
+        Run::default(),
+    )
 }
 
-/// [`profile`], stopping with an error before the next variant once `cancel` is set, and
-/// with the memory model of `machine` when given (the ranking then follows its rate).
+/// How [`profile_until`] runs besides what it profiles.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Run<'a> {
+    /// Stop with an error before the next variant once this is set.
+    pub cancel: Option<&'a AtomicBool>,
+    /// Run the memory model of this machine over every variant (the ranking then follows
+    /// its rate).
+    pub machine: Option<&'a Machine>,
+}
+
+/// [`profile`], run as `run` says: cancellable, and with the memory model when it names a
+/// machine.
 pub fn profile_until(
     input: &str,
     mesh: &Mesh,
@@ -141,9 +159,9 @@ pub fn profile_until(
     variants: &[Variant],
     console: &ConsoleConfig,
     canonical: Option<&[Hit]>,
-    cancel: Option<&AtomicBool>,
-    machine: Option<&Machine>,
+    run: Run<'_>,
 ) -> Result<ProfileReport> {
+    let Run { cancel, machine } = run;
     if set.rays.is_empty() {
         return Err(Error::Other(format!("{input}: no rays to profile")));
     }

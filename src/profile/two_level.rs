@@ -106,6 +106,8 @@ pub struct References<'a> {
     /// The flattened triangles' canonical reference: rays that differ from it are counted
     /// as `canonical_diffs` (informational; sphere hits among them).
     pub canonical: &'a [Hit],
+    /// The memory model's machine (`None`: the TD model only).
+    pub machine: Option<&'a Machine>,
 }
 
 /// Runs and measures a TLAS-axis variant on the scene `input` (`flat` its flattened mesh).
@@ -117,8 +119,8 @@ pub fn measure_tlas(
     console: &ConsoleConfig,
     scene_rays: SceneRays,
     references: References,
-    machine: Option<&Machine>,
 ) -> Result<VariantResult> {
+    let machine = references.machine;
     let config = WaveTracerConfig {
         wave: variant.wave,
         console: *console,
