@@ -145,5 +145,8 @@ fn bad_input_exits_2_with_file_and_line() {
         .args(["bvh", obj.to_str().unwrap(), "--tris-per-node", "3"])
         .output()
         .unwrap();
-    assert_ne!(out.status.code(), Some(0));
+    // Refused as usage, naming the flag (not the builder's field).
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--tris-per-node"), "{err}");
 }

@@ -26,6 +26,17 @@ pub enum OrderArg {
     Treelets,
 }
 
+/// `--tris-per-node`: 1, 2 or 4 (the triangle node holds at most four, and packs of three
+/// are not made).
+fn parse_tris_per_node(s: &str) -> std::result::Result<u8, String> {
+    match s {
+        "1" => Ok(1),
+        "2" => Ok(2),
+        "4" => Ok(4),
+        _ => Err(format!("{s:?}: triangles per node are 1, 2 or 4")),
+    }
+}
+
 /// Build options, shared by the commands that build a BVH (defaults: `BuildOptions`'s).
 #[derive(clap::Args, Clone, Debug)]
 pub struct BuildArgs {
@@ -36,7 +47,7 @@ pub struct BuildArgs {
     #[arg(long, default_value_t = 0.05)]
     pub max_area_growth: f32,
     /// Most triangles per triangle node: 1, 2 or 4.
-    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u8).range(1..=4))]
+    #[arg(long, default_value_t = 2, value_parser = parse_tris_per_node)]
     pub tris_per_node: u8,
     /// Triangle return mode: 0 (ids) or 1 (barycentrics).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(0..=1))]
