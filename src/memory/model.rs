@@ -229,6 +229,21 @@ impl Link {
     }
 }
 
+/// What one dispatch counted, kept apart from [`MemoryStats`] so that the fetch loop's
+/// counts stay in registers.
+#[derive(Clone, Copy, Debug, Default)]
+struct Counts {
+    fetches: u64,
+    fetch_bytes: u64,
+    l0_accesses: u64,
+    l0_hits: u64,
+    l1_accesses: u64,
+    l1_hits: u64,
+    l2_accesses: u64,
+    l2_hits: u64,
+    dram_lines: u64,
+}
+
 /// One CU's state within a dispatch.
 #[derive(Clone, Debug, Default)]
 struct Cu {
@@ -257,6 +272,8 @@ pub struct MemoryModel {
     dram_link: Link,
     /// Link transfer clocks of one line.
     line_clocks: [f64; 4],
+    /// Hit latency of L0, L1 and L2, clocks.
+    latency: [f64; 3],
     dram_latency: f64,
     time: f64,
     stats: MemoryStats,
@@ -297,6 +314,11 @@ impl MemoryModel {
                 m.l1.line_bytes as f64 / m.l1.bandwidth_to_above_bytes_per_clock,
                 m.l2.line_bytes as f64 / m.l2.bandwidth_to_above_bytes_per_clock,
                 m.l2.line_bytes as f64 / m.dram_bytes_per_clock(),
+            ],
+            latency: [
+                m.l0.hit_latency_clocks as f64,
+                m.l1.hit_latency_clocks as f64,
+                m.l2.hit_latency_clocks as f64,
             ],
             dram_latency: m.dram_latency_clocks(),
             time: 0.0,
@@ -352,6 +374,7 @@ impl MemoryModel {
             cus as usize
         ];
         let mut heap = BinaryHeap::with_capacity(cus as usize);
+        let mut n = Counts::default();
         // Fills CU c's free slots at time t (one slot freed, or all at the start).
         let take_wave = |cu: &mut Cu, c: u64, t: f64, next_instr: &[u32]| -> bool {
             loop {
@@ -407,8 +430,8 @@ impl MemoryModel {
                     s
                 };
                 let (address, bytes) = fetch_span(word);
-                self.stats.fetches += 1;
-                self.stats.fetch_bytes += bytes as u64;
+                n.fetches += 1;
+                n.fetch_bytes += bytes as u64;
                 if let Some(out) = trace.as_deref_mut() {
                     self.trace_buffer.extend_from_slice(&address.to_le_bytes());
                     self.trace_buffer.extend_from_slice(&bytes.to_le_bytes());
@@ -423,7 +446,7 @@ impl MemoryModel {
                 let first_line = self.l0[c as usize].line_of(address);
                 let last_line = self.l0[c as usize].line_of(address + bytes as u64 - 1);
                 for line in first_line..=last_line {
-                    let ready = self.access(c as usize, array, line, accept);
+                    let ready = self.access(c as usize, array, line, accept, &mut n);
                     if ready > complete {
                         complete = ready;
                     }
@@ -481,6 +504,16 @@ impl MemoryModel {
                 self.stats.cu_alu_clocks += rest * cu.alu / waits;
             }
         }
+        let st = &mut self.stats;
+        st.fetches += n.fetches;
+        st.fetch_bytes += n.fetch_bytes;
+        st.l0.accesses += n.l0_accesses;
+        st.l0.hits += n.l0_hits;
+        st.l1.accesses += n.l1_accesses;
+        st.l1.hits += n.l1_hits;
+        st.l2.accesses += n.l2_accesses;
+        st.l2.hits += n.l2_hits;
+        st.dram_bytes += n.dram_lines * self.machine.l2.line_bytes as u64;
         self.time = end;
         self.stats.time_clocks = end;
         self.stats.rays += dispatch.rays;
@@ -493,11 +526,11 @@ impl MemoryModel {
     }
 
     /// Looks `line` up for CU `cu` (in shader array `array`) at `t`: when its data is there.
-    #[inline]
-    fn access(&mut self, cu: usize, array: usize, line: u64, t: f64) -> f64 {
-        let m = &self.machine;
-        let mut t = t + m.l0.hit_latency_clocks as f64;
-        self.stats.l0.accesses += 1;
+    /// Counts into `n` (a local of the caller's loop, kept in registers).
+    #[inline(always)]
+    fn access(&mut self, cu: usize, array: usize, line: u64, t: f64, n: &mut Counts) -> f64 {
+        let mut t = t + self.latency[0];
+        n.l0_accesses += 1;
         let l0_hit = if self.l0_last[cu] == line {
             // The most recent line of this L0: a hit that leaves the LRU order as it is.
             true
@@ -506,22 +539,22 @@ impl MemoryModel {
             self.l0[cu].access(line)
         };
         if l0_hit {
-            self.stats.l0.hits += 1;
+            n.l0_hits += 1;
             return t;
         }
-        t = self.l0_link[cu].reserve(t, self.line_clocks[0]) + m.l1.hit_latency_clocks as f64;
-        self.stats.l1.accesses += 1;
+        t = self.l0_link[cu].reserve(t, self.line_clocks[0]) + self.latency[1];
+        n.l1_accesses += 1;
         if self.l1[array].access(line) {
-            self.stats.l1.hits += 1;
+            n.l1_hits += 1;
             return t;
         }
-        t = self.l1_link[array].reserve(t, self.line_clocks[1]) + m.l2.hit_latency_clocks as f64;
-        self.stats.l2.accesses += 1;
+        t = self.l1_link[array].reserve(t, self.line_clocks[1]) + self.latency[2];
+        n.l2_accesses += 1;
         if self.l2.access(line) {
-            self.stats.l2.hits += 1;
+            n.l2_hits += 1;
             return t;
         }
-        self.stats.dram_bytes += m.l2.line_bytes as u64;
+        n.dram_lines += 1;
         t = self.l2_link.reserve(t, self.line_clocks[2]);
         t = self.dram_link.reserve(t, self.line_clocks[3]);
         t + self.dram_latency
