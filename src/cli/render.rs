@@ -50,6 +50,9 @@ pub struct RenderArgs {
     /// PNG exposure in stops (the pixel values are multiplied by 2^exposure).
     #[arg(long, default_value_t = 0.0, allow_hyphen_values = true)]
     pub exposure: f32,
+    /// Film size WxH instead of the scene's (the same camera and vertical field of view).
+    #[arg(long, value_name = "WxH")]
+    pub size: Option<String>,
     /// Write the wave-model counters of the whole render (per ray kind) as JSON.
     #[arg(long)]
     pub stats: Option<PathBuf>,
@@ -104,7 +107,11 @@ pub fn run(args: RenderArgs) -> Result<i32> {
     } else {
         WaveWidth::W32
     };
-    let scene = Scene::load(&args.scene)?;
+    let mut scene = Scene::load(&args.scene)?;
+    if let Some(size) = &args.size {
+        let (width, height) = super::profile::parse_size(size)?;
+        scene = scene.with_film_size(width, height)?;
+    }
     for w in &scene.warnings {
         eprintln!("warning: {w}");
     }

@@ -58,6 +58,20 @@ impl Camera {
         })
     }
 
+    /// The same camera (position, frame, vertical field of view) for a `width` x `height`
+    /// film: a film of another aspect shows more or less to the sides.
+    pub fn resized(&self, width: u32, height: u32) -> Result<Camera> {
+        if width == 0 || height == 0 {
+            return Err(Error::field("film", "width and height must be at least 1"));
+        }
+        Ok(Camera {
+            aspect: width as f32 / height as f32,
+            width: width as f32,
+            height: height as f32,
+            ..*self
+        })
+    }
+
     /// The ray through film position `(fx, fy)` in pixels (continuous: pixel centre of
     /// `(x, y)` is `(x + 0.5, y + 0.5)`). The direction is normalized.
     pub fn ray(&self, fx: f32, fy: f32) -> Ray {

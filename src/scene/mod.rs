@@ -206,6 +206,14 @@ impl Scene {
         }
     }
 
+    /// The scene on a `width` x `height` film: the same camera and field of view (a film of
+    /// another aspect shows more or less to the sides).
+    pub fn with_film_size(mut self, width: u32, height: u32) -> Result<Scene> {
+        self.camera = self.camera.resized(width, height)?;
+        self.film = FilmSize { width, height };
+        Ok(self)
+    }
+
     /// Loads a scene file and everything it references.
     pub fn load(path: impl AsRef<Path>) -> Result<Scene> {
         file::load(path.as_ref())
