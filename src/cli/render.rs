@@ -53,6 +53,11 @@ pub struct RenderArgs {
     /// Film size WxH instead of the scene's (the same camera and vertical field of view).
     #[arg(long, value_name = "WxH")]
     pub size: Option<String>,
+    /// Render only a crop window, as pbrt's: x0,x1,y0,y1 as fractions of the film in [0, 1]
+    /// (rows from the top); the image is the pixels ceil(W x0)..ceil(W x1) x
+    /// ceil(H y0)..ceil(H y1), each the same as in the whole render.
+    #[arg(long, value_name = "X0,X1,Y0,Y1", allow_hyphen_values = true)]
+    pub crop: Option<String>,
     /// Write the wave-model counters of the whole render (per ray kind) as JSON.
     #[arg(long)]
     pub stats: Option<PathBuf>,
@@ -145,6 +150,9 @@ pub fn run(args: RenderArgs) -> Result<i32> {
         built.build_seconds + built.encode_seconds
     );
     let mut opts = render_options(&args, &scene);
+    if let Some(text) = &args.crop {
+        opts.crop = Some(parse_crop(text, scene.film.width, scene.film.height)?);
+    }
     if args.stats.is_some() || args.heatmap.is_some() {
         opts.memory = args.memory.machine(&console)?;
     }
@@ -202,6 +210,27 @@ fn check_args(args: &RenderArgs) -> Result<ConsoleConfig> {
         return Err(Error::field("--max-depth", "must be at least 1"));
     }
     Ok(console)
+}
+
+/// `--crop x0,x1,y0,y1` on a `width` x `height` film: its pixel rectangle.
+fn parse_crop(text: &str, width: u32, height: u32) -> Result<[u32; 4]> {
+    let v: Vec<f32> = text
+        .split(',')
+        .map(|x| x.trim().parse::<f32>())
+        .collect::<std::result::Result<_, _>>()
+        .map_err(|_| Error::field("--crop", format!("`{text}`: not 4 comma-separated numbers")))?;
+    let window: [f32; 4] = v
+        .try_into()
+        .map_err(|_| Error::field("--crop", format!("`{text}`: not 4 comma-separated numbers")))?;
+    render::crop_window(width, height, window).ok_or_else(|| {
+        Error::field(
+            "--crop",
+            format!(
+                "`{text}`: needs 0 <= x0 < x1 <= 1 and 0 <= y0 < y1 <= 1, covering at least one \
+                 pixel of the {width}x{height} film"
+            ),
+        )
+    })
 }
 
 /// The scene's render options with the command line's seed, depth, samples and time.

@@ -38,6 +38,9 @@ pub struct RenderOptions {
     /// stream of waves, tile by tile), for the stats and, with `record_clocks`, the modelled
     /// clocks per camera ray.
     pub memory: Option<Machine>,
+    /// Render only the film's pixels `x0..x1` x `y0..y1` (a crop window; see
+    /// [`crop_window`]); the output image is that rectangle.
+    pub crop: Option<[u32; 4]>,
 }
 
 impl RenderOptions {
@@ -52,6 +55,7 @@ impl RenderOptions {
             time_budget: None,
             record_clocks: false,
             memory: None,
+            crop: None,
         }
     }
 }
@@ -137,7 +141,28 @@ pub fn render(
             0
         }
     ];
-    let tiles = Tile::grid(w, h, opts.tile_size);
+    let crop = opts.crop.unwrap_or([0, w, 0, h]);
+    let [cx0, cx1, cy0, cy1] = crop;
+    if !(cx0 < cx1 && cx1 <= w && cy0 < cy1 && cy1 <= h) {
+        return Err(Error::field(
+            "crop",
+            format!("pixels {cx0}..{cx1} x {cy0}..{cy1} are not a rectangle of the {w}x{h} film"),
+        ));
+    }
+    // The film's tiles cut to the crop window: each pixel keeps its own random stream, so a
+    // cropped render's pixels are the full render's.
+    let tiles: Vec<Tile> = Tile::grid(w, h, opts.tile_size)
+        .into_iter()
+        .filter_map(|t| {
+            let t = Tile {
+                x0: t.x0.max(cx0),
+                x1: t.x1.min(cx1),
+                y0: t.y0.max(cy0),
+                y1: t.y1.min(cy1),
+            };
+            (t.x0 < t.x1 && t.y0 < t.y1).then_some(t)
+        })
+        .collect();
     let passes = opts.spp.div_ceil(opts.samples_per_pass);
     let jobs = Jobs {
         control,
@@ -176,6 +201,23 @@ pub fn render(
         last_pass = pass_start.elapsed();
     }
     let (image, camera_clocks) = film.resolve(spp_done);
+    let cut = |values: &[f32]| -> Vec<f32> {
+        (cy0..cy1)
+            .flat_map(|y| (cx0..cx1).map(move |x| (y * w + x) as usize))
+            .map(|i| values[i])
+            .collect()
+    };
+    let image = Image {
+        width: cx1 - cx0,
+        height: cy1 - cy0,
+        pixels: (cy0..cy1)
+            .flat_map(|y| (cx0..cx1).map(move |x| (y * w + x) as usize))
+            .map(|i| image.pixels[i])
+            .collect(),
+    };
+    let camera_clocks = camera_clocks.map(|c| cut(&c));
+    stats.width = cx1 - cx0;
+    stats.height = cy1 - cy0;
     stats.spp = spp_done;
     stats.seconds = start.elapsed().as_secs_f64();
     let camera_memory_clocks = (!memory_clocks.is_empty()).then(|| {
@@ -184,7 +226,8 @@ pub fn render(
         } else {
             0.0
         };
-        memory_clocks.iter().map(|&c| (c * inv) as f32).collect()
+        let mean: Vec<f32> = memory_clocks.iter().map(|&c| (c * inv) as f32).collect();
+        cut(&mean)
     });
     Ok(RenderOutput {
         image,
@@ -194,6 +237,22 @@ pub fn render(
         memory: model.as_ref().map(MemoryModel::finish),
         camera_memory_clocks,
     })
+}
+
+/// The film pixels of a crop window given as fractions of the film, as pbrt's: `x0..x1` x
+/// `y0..y1` in [0, 1], pixel rows from the top; the window covers pixels
+/// `ceil(w x0)..ceil(w x1)` x `ceil(h y0)..ceil(h y1)`. `None` when that is empty or the
+/// fractions are not in order within [0, 1].
+pub fn crop_window(width: u32, height: u32, window: [f32; 4]) -> Option<[u32; 4]> {
+    let [x0, x1, y0, y1] = window;
+    let ordered = |a: f32, b: f32| (0.0..=1.0).contains(&a) && (0.0..=1.0).contains(&b) && a < b;
+    if !(ordered(x0, x1) && ordered(y0, y1)) {
+        return None;
+    }
+    // In f32, as pbrt computes it (0.1 x 30 is 3 there, not a hair above).
+    let px = |f: f32, n: u32| ((f * n as f32).ceil() as u32).min(n);
+    let r = [px(x0, width), px(x1, width), px(y0, height), px(y1, height)];
+    (r[0] < r[1] && r[2] < r[3]).then_some(r)
 }
 
 /// Runs one pass's tracer calls through the memory model as one stream of waves (tile by

@@ -28,7 +28,7 @@ mod tracer;
 
 pub use bsdf::{fresnel_dielectric, Bsdf, BsdfSample};
 pub use heatmap::{heatmap_rgb8, ramp};
-pub use integrator::{render, Control, RenderOptions, RenderOutput, RenderProgress};
+pub use integrator::{crop_window, render, Control, RenderOptions, RenderOutput, RenderProgress};
 pub use output::{
     check_exposure, encode_exr, encode_image, encode_png, to_srgb8, write_image, ImageFormat,
 };
