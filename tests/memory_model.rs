@@ -114,6 +114,17 @@ fn replay(trace: &[u8], machine: &Machine) -> [(u64, u64); 3] {
     counts
 }
 
+/// The replayed accesses and hits of each level equal the report `m`'s.
+fn assert_reported(m: &serde_json::Value, counts: &[(u64, u64); 3], what: &str) {
+    for (k, name) in ["l0", "l1", "l2"].iter().enumerate() {
+        let reported = (
+            m[format!("{name}_accesses")].as_u64().unwrap(),
+            m[format!("{name}_hits")].as_u64().unwrap(),
+        );
+        assert_eq!(counts[k], reported, "{what}: {name} accesses and hits");
+    }
+}
+
 #[test]
 fn the_fetch_trace_replays_to_the_reported_hits_on_the_shared_scenes() {
     let dir = tempfile::tempdir().unwrap();
@@ -150,16 +161,7 @@ fn the_fetch_trace_replays_to_the_reported_hits_on_the_shared_scenes() {
                 "{rays} wave{wave}: one record per fetch"
             );
             let counts = replay(&bytes, &machine);
-            for (k, name) in ["l0", "l1", "l2"].iter().enumerate() {
-                assert_eq!(
-                    counts[k],
-                    (
-                        m[format!("{name}_accesses")].as_u64().unwrap(),
-                        m[format!("{name}_hits")].as_u64().unwrap()
-                    ),
-                    "{rays} wave{wave}: {name} accesses and hits"
-                );
-            }
+            assert_reported(&m, &counts, &format!("{rays} wave{wave}"));
             // Every L2 miss reads one line from DRAM.
             assert_eq!(
                 (counts[2].0 - counts[2].1) * machine.l2.line_bytes as u64,
@@ -327,14 +329,5 @@ fn a_two_level_scene_replays_too_with_its_instance_nodes() {
         .chunks_exact(16)
         .any(|r| u32::from_le_bytes(r[8..12].try_into().unwrap()) == 128));
     let counts = replay(&bytes, &machine);
-    for (k, name) in ["l0", "l1", "l2"].iter().enumerate() {
-        assert_eq!(
-            counts[k],
-            (
-                m[format!("{name}_accesses")].as_u64().unwrap(),
-                m[format!("{name}_hits")].as_u64().unwrap()
-            ),
-            "{name}"
-        );
-    }
+    assert_reported(&m, &counts, "grove");
 }

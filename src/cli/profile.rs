@@ -330,17 +330,8 @@ fn write_heatmaps(
     width: u32,
     height: u32,
 ) -> Result<()> {
-    let scale = profile::shared_heatmap_scale(&report.variants);
-    for v in &report.variants {
-        let img = heatmap::heatmap_image(&v.ray_clocks, width, height, scale);
-        let mut bytes = Vec::new();
-        img.write_to(
-            &mut std::io::Cursor::new(&mut bytes),
-            image::ImageFormat::Png,
-        )
-        .map_err(|e| Error::Other(format!("cannot encode the heatmap PNG: {e}")))?;
-        outputs.write_in_dir(id, &format!("{}.png", v.name), &bytes)?;
-    }
+    let all: Vec<&profile::VariantResult> = report.variants.iter().collect();
+    let scale = write_maps(outputs, id, &all, (width, height), "png", |v| &v.ray_clocks)?;
     let mut out = std::io::stdout().lock();
     let _ = writeln!(
         out,
@@ -353,17 +344,9 @@ fn write_heatmaps(
         .filter(|v| !v.ray_memory_clocks.is_empty())
         .collect();
     if !timed.is_empty() {
-        let scale = profile::table::shared_scale(timed.iter().map(|v| &v.ray_memory_clocks[..]));
-        for v in &timed {
-            let img = heatmap::heatmap_image(&v.ray_memory_clocks, width, height, scale);
-            let mut bytes = Vec::new();
-            img.write_to(
-                &mut std::io::Cursor::new(&mut bytes),
-                image::ImageFormat::Png,
-            )
-            .map_err(|e| Error::Other(format!("cannot encode the heatmap PNG: {e}")))?;
-            outputs.write_in_dir(id, &format!("{}.memory.png", v.name), &bytes)?;
-        }
+        let scale = write_maps(outputs, id, &timed, (width, height), "memory.png", |v| {
+            &v.ray_memory_clocks
+        })?;
         let _ = writeln!(
             out,
             "memory heatmaps: {} PNGs NAME.memory.png (modelled clocks per pixel with the \
@@ -372,4 +355,28 @@ fn write_heatmaps(
         );
     }
     Ok(())
+}
+
+/// Writes one heatmap of `values(v)` per variant as `NAME.EXTENSION` in `id`, on a scale
+/// the variants share; returns that scale.
+fn write_maps(
+    outputs: &mut OutputSet,
+    id: OutputDir,
+    variants: &[&profile::VariantResult],
+    (width, height): (u32, u32),
+    extension: &str,
+    values: impl Fn(&profile::VariantResult) -> &Vec<u32>,
+) -> Result<u32> {
+    let scale = profile::table::shared_scale(variants.iter().map(|v| &values(v)[..]));
+    for v in variants {
+        let img = heatmap::heatmap_image(values(v), width, height, scale);
+        let mut bytes = Vec::new();
+        img.write_to(
+            &mut std::io::Cursor::new(&mut bytes),
+            image::ImageFormat::Png,
+        )
+        .map_err(|e| Error::Other(format!("cannot encode the heatmap PNG: {e}")))?;
+        outputs.write_in_dir(id, &format!("{}.{extension}", v.name), &bytes)?;
+    }
+    Ok(scale)
 }
