@@ -26,7 +26,7 @@
 //! Times are in shader clocks (f64).
 
 use super::cache::Cache;
-use super::fetch::{fetch_span, Dispatch, Instr};
+use super::fetch::{fetch_span, Dispatch};
 use super::machine::Machine;
 use serde::Serialize;
 use std::cmp::Ordering;
@@ -724,7 +724,7 @@ fn prefetch(dispatch: &Dispatch, index: usize) {
             // SAFETY: prefetching is a hint that never faults, whatever the address; SSE
             // is part of every x86-64 CPU.
             unsafe {
-                _mm_prefetch::<_MM_HINT_T0>((instr as *const Instr).cast());
+                _mm_prefetch::<_MM_HINT_T0>(std::ptr::from_ref(instr).cast());
                 _mm_prefetch::<_MM_HINT_T0>(words.cast());
                 _mm_prefetch::<_MM_HINT_T0>(words.wrapping_add(16).cast());
             }
@@ -740,7 +740,7 @@ pub const BOUND_USE: f64 = 0.75;
 
 #[cfg(test)]
 mod tests {
-    use super::super::fetch::FETCH_128;
+    use super::super::fetch::{Instr, FETCH_128};
     use super::super::machine::series_x;
     use super::*;
 
