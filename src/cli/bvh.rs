@@ -111,8 +111,9 @@ pub struct BvhArgs {
     /// Worker threads (default: all cores).
     #[arg(long)]
     pub threads: Option<usize>,
-    /// Write the image bytes here (via a temporary file, then renamed).
-    #[arg(long)]
+    /// Write the image bytes here (via a temporary file, then renamed). `--dump` is the
+    /// same flag.
+    #[arg(short = 'o', long = "out", visible_alias = "dump", value_name = "FILE")]
     pub dump: Option<PathBuf>,
     /// Print one JSON object instead of a table.
     #[arg(long)]
@@ -142,7 +143,7 @@ pub fn run(args: BvhArgs) -> Result<i32> {
     let pool = super::thread_pool(args.threads)?;
     let mut outputs = OutputSet::new();
     let dump_id = (args.dump.as_deref())
-        .map(|p| outputs.file("--dump", p))
+        .map(|p| outputs.file("--out (--dump)", p))
         .transpose()?;
 
     let start = Instant::now();
@@ -285,7 +286,7 @@ fn run_scene(args: &BvhArgs) -> Result<i32> {
     let pool = super::thread_pool(args.threads)?;
     let mut outputs = OutputSet::new();
     let dump_id = (args.dump.as_deref())
-        .map(|p| outputs.file("--dump", p))
+        .map(|p| outputs.file("--out (--dump)", p))
         .transpose()?;
     let start = Instant::now();
     let scene = super::input::load_scene(&args.mesh)?;

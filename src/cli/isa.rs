@@ -29,7 +29,7 @@ pub struct IsaArgs {
     #[arg(long)]
     pub check: bool,
     /// Write the vectors with "got" to this file (default: standard output, unless --check).
-    #[arg(long)]
+    #[arg(short = 'o', long)]
     pub out: Option<PathBuf>,
 }
 

@@ -20,7 +20,7 @@ pub struct RenderArgs {
     /// Scene file (TOML).
     pub scene: PathBuf,
     /// Output image: .png (sRGB, 8 bit) or .exr (linear, f32).
-    #[arg(long)]
+    #[arg(short = 'o', long)]
     pub out: PathBuf,
     /// Samples per pixel (default: the scene's; with --time, the most to take).
     #[arg(long)]
@@ -58,8 +58,9 @@ pub struct RenderArgs {
     /// ceil(H y0)..ceil(H y1), each the same as in the whole render.
     #[arg(long, value_name = "X0,X1,Y0,Y1", allow_hyphen_values = true)]
     pub crop: Option<String>,
-    /// Write the wave-model counters of the whole render (per ray kind) as JSON.
-    #[arg(long)]
+    /// Write the wave-model counters of the whole render (per ray kind) as JSON (`--stats`
+    /// is the same flag).
+    #[arg(long = "json", visible_alias = "stats", value_name = "FILE")]
     pub stats: Option<PathBuf>,
     /// Write a PNG heatmap of each pixel's camera rays: their mean modelled clocks with the
     /// memory model (`--memory on`), else their mean TD clocks.
@@ -99,7 +100,7 @@ pub fn run(args: RenderArgs) -> Result<i32> {
     let ids = OutputIds {
         out: outputs.file("--out", &args.out)?,
         stats: (args.stats.as_deref())
-            .map(|p| outputs.file("--stats", p))
+            .map(|p| outputs.file("--json (--stats)", p))
             .transpose()?,
         heatmap: (args.heatmap.as_deref())
             .map(|p| outputs.file("--heatmap", p))

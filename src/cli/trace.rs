@@ -79,7 +79,7 @@ pub struct TraceArgs {
     /// Hit file to write: per ray f32 t (+inf for a miss), u32 primitive id (0xFFFFFFFF);
     /// for a scene file 12 bytes per ray: f32 t, u32 instance, u32 primitive within the
     /// instance's BLAS (a miss: +inf, 0xFFFFFFFF, 0xFFFFFFFF).
-    #[arg(long)]
+    #[arg(short = 'o', long)]
     pub out: PathBuf,
     /// Wave width: 32 or 64.
     #[arg(long, default_value_t = 32)]
@@ -105,8 +105,8 @@ pub struct TraceArgs {
     /// Worker threads (default: all cores).
     #[arg(long)]
     pub threads: Option<usize>,
-    /// Write the report (counters, timings) as JSON here.
-    #[arg(long)]
+    /// Write the report (counters, timings) as JSON here (`--stats` is the same flag).
+    #[arg(long = "json", visible_alias = "stats", value_name = "FILE")]
     pub stats: Option<PathBuf>,
     /// Build of the wave loop: auto (the fastest this CPU has), portable or avx2.
     /// Hits and counters are the same for every build.
@@ -211,7 +211,7 @@ pub fn run(args: TraceArgs) -> Result<i32> {
     let mut outputs = OutputSet::new();
     let out_id = outputs.file("--out", &args.out)?;
     let stats_id = (args.stats.as_deref())
-        .map(|p| outputs.file("--stats", p))
+        .map(|p| outputs.file("--json (--stats)", p))
         .transpose()?;
     let machine = args.memory.machine(&config.console)?;
     if args.fetch_trace.is_some() && machine.is_none() {
