@@ -367,7 +367,7 @@ fn write_maps(
     extension: &str,
     values: impl Fn(&profile::VariantResult) -> &Vec<u32>,
 ) -> Result<u32> {
-    let scale = profile::table::shared_scale(variants.iter().map(|v| &values(v)[..]));
+    let scale = profile::shared_scale(variants.iter().map(|v| &values(v)[..]));
     for v in variants {
         let img = heatmap::heatmap_image(values(v), width, height, scale);
         let mut bytes = Vec::new();

@@ -264,14 +264,6 @@ impl Counters {
         }
     }
 
-    /// Empty counters that record node fetches when `self` does.
-    pub fn like(&self) -> Counters {
-        Counters {
-            fetches: self.fetches.like(),
-            ..Counters::default()
-        }
-    }
-
     /// Empty counters that record node fetches for the memory model.
     pub fn recording_fetches() -> Counters {
         Counters {

@@ -59,11 +59,6 @@ impl Cache {
         address >> self.line_shift
     }
 
-    /// Line size in bytes.
-    pub fn line_bytes(&self) -> u64 {
-        1 << self.line_shift
-    }
-
     /// Accesses line `line`: whether it hit. A miss allocates the line in place of the
     /// set's least recently used way (an empty way first).
     #[inline(always)]

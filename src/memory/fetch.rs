@@ -113,14 +113,6 @@ impl FetchLog {
         }
     }
 
-    /// An empty log that records when `self` does.
-    pub fn like(&self) -> FetchLog {
-        FetchLog {
-            enabled: self.enabled,
-            ..FetchLog::default()
-        }
-    }
-
     /// Records one instruction of wave `wave` of the call in progress: the lanes in
     /// `lanes` (bit i: lane i) with their fetch words, TD lanes in `td`.
     #[inline]
@@ -204,12 +196,12 @@ mod tests {
     #[test]
     fn merged_logs_seal_in_wave_order() {
         let mut a = FetchLog::recording();
-        let mut b = a.like();
+        let mut b = FetchLog::recording();
         b.push(1, 0b1, 0b1, &[7]);
         a.push(0, 0b11, 0b01, &[1, 2]);
         b.push(1, 0b10, 0b10, &[8]);
         a.push(0, 0b1, 0b1, &[3]);
-        let mut m = a.like();
+        let mut m = FetchLog::recording();
         m.merge(&b);
         m.merge(&a);
         m.seal(32, 64, 2);

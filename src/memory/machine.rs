@@ -279,83 +279,88 @@ impl Machine {
 const WAVES_PER_SIMD: u32 = 8;
 const ALU_CLOCKS_PER_STEP: u32 = 20;
 
-/// XBOX Series X ("Anaconda").
-pub fn series_x() -> Machine {
-    let console = SERIES_X;
+/// What sets one console's machine apart; the rest is RDNA2's and shared.
+struct ConsoleParts {
+    console: ConsoleConfig,
+    name: &'static str,
+    shader_arrays: u32,
+    cus_per_array: u32,
+    /// L2 slices of 256 KB, one per 16-bit GDDR6 channel.
+    l2_slices: u64,
+    dram_gb_per_s: f64,
+}
+
+/// A console's machine: its CUs from the peak table's WGPs (two CUs, one TD each), two
+/// SIMD32 per CU (Chips and Cheese, "AMD's RDNA 2: Shooting For the Top"), the shared L0 and
+/// L1, an L2 of `l2_slices` slices of 256 KB, 16 ways and 128-byte lines (unofficial AMDGPU
+/// docs, "cache"), whose link to the memory controllers moves 64 bytes a clock a slice
+/// (assumption; far above DRAM's rate, so it does not bind).
+fn console_machine(parts: ConsoleParts) -> Machine {
+    let c = parts.console;
     Machine {
-        name: "Series X".into(),
-        // 26 WGPs (52 CUs) at 1825 MHz: rt-hardware.md "Where the hardware sits"; Microsoft
-        // at Hot Chips 32 (2020), "26 active dual CUs", 1.825 GHz (56 CUs on the die).
-        compute_units: console.wgps * console.tds_per_wgp,
-        wgps: console.wgps,
-        // No public figure for the array layout: 2 shader engines of 2 arrays (RDNA2's usual
-        // layout; 56 = 4 x 14 CUs on the die) with 13 CUs active per array is assumed.
-        shader_arrays: 4,
-        cus_per_array: 13,
-        clock_mhz: console.clock_mhz,
-        tds: console.wgps * console.tds_per_wgp,
-        // Two SIMD32 per CU (Chips and Cheese, "AMD's RDNA 2: Shooting For the Top").
+        name: parts.name.into(),
+        compute_units: c.wgps * c.tds_per_wgp,
+        wgps: c.wgps,
+        shader_arrays: parts.shader_arrays,
+        cus_per_array: parts.cus_per_array,
+        clock_mhz: c.clock_mhz,
+        tds: c.wgps * c.tds_per_wgp,
         simds_per_cu: 2,
         waves_per_simd: WAVES_PER_SIMD,
         alu_clocks_per_step: ALU_CLOCKS_PER_STEP,
         l0: L0,
         l1: L1,
-        // 5 MB (TechPowerUp GPU database, "Xbox Series X GPU"); 16 ways, 128-byte lines
-        // (unofficial AMDGPU docs, "cache"). Link to the memory controllers: 20 slices of
-        // 256 KB (one per 16-bit GDDR6 channel of the 320-bit bus), 64 bytes a clock each
-        // (assumption; far above DRAM's rate, so it does not bind).
         l2: CacheLevel {
-            size_bytes: 5 << 20,
+            size_bytes: parts.l2_slices * (256 << 10),
             line_bytes: 128,
             ways: 16,
             hit_latency_clocks: L2_LATENCY,
-            bandwidth_to_above_bytes_per_clock: 20.0 * 64.0,
+            bandwidth_to_above_bytes_per_clock: parts.l2_slices as f64 * 64.0,
         },
         dram: Dram {
             latency_ns: DRAM_LATENCY_NS,
-            // 560 GB/s for the 10 GB "GPU optimal" memory (Hot Chips 32; 320-bit GDDR6 at
-            // 14 Gbps).
-            bandwidth_gb_per_s: 560.0,
+            bandwidth_gb_per_s: parts.dram_gb_per_s,
         },
     }
 }
 
+/// XBOX Series X ("Anaconda").
+pub fn series_x() -> Machine {
+    console_machine(ConsoleParts {
+        // 26 WGPs (52 CUs) at 1825 MHz: rt-hardware.md "Where the hardware sits"; Microsoft
+        // at Hot Chips 32 (2020), "26 active dual CUs", 1.825 GHz (56 CUs on the die).
+        console: SERIES_X,
+        name: "Series X",
+        // No public figure for the array layout: 2 shader engines of 2 arrays (RDNA2's usual
+        // layout; 56 = 4 x 14 CUs on the die) with 13 CUs active per array is assumed.
+        shader_arrays: 4,
+        cus_per_array: 13,
+        // 5 MB (TechPowerUp GPU database, "Xbox Series X GPU"): 20 slices, one per 16-bit
+        // channel of the 320-bit bus.
+        l2_slices: 20,
+        // 560 GB/s for the 10 GB "GPU optimal" memory (Hot Chips 32; 320-bit GDDR6 at
+        // 14 Gbps).
+        dram_gb_per_s: 560.0,
+    })
+}
+
 /// XBOX Series S ("Lockhart").
 pub fn series_s() -> Machine {
-    let console = SERIES_S;
-    Machine {
-        name: "Series S".into(),
+    console_machine(ConsoleParts {
         // 10 WGPs (20 CUs): rt-hardware.md "Where the hardware sits". Its peak table follows
         // 1563 MHz (Microsoft's specification sheet says 1.565 GHz); the table's clock is
         // kept, so that the model's peak box rate is the documented 125.0 G/s.
-        compute_units: console.wgps * console.tds_per_wgp,
-        wgps: console.wgps,
+        console: SERIES_S,
+        name: "Series S",
         // No public figure: one shader engine of 2 arrays, 10 CUs active in each, assumed.
         shader_arrays: 2,
         cus_per_array: 10,
-        clock_mhz: console.clock_mhz,
-        tds: console.wgps * console.tds_per_wgp,
-        simds_per_cu: 2,
-        waves_per_simd: WAVES_PER_SIMD,
-        alu_clocks_per_step: ALU_CLOCKS_PER_STEP,
-        l0: L0,
-        l1: L1,
-        // 2 MB (TechPowerUp GPU database, "Xbox Series S GPU"; 8 slices of 256 KB on the
-        // 128-bit bus), 64 bytes a clock a slice (assumption, as Series X).
-        l2: CacheLevel {
-            size_bytes: 2 << 20,
-            line_bytes: 128,
-            ways: 16,
-            hit_latency_clocks: L2_LATENCY,
-            bandwidth_to_above_bytes_per_clock: 8.0 * 64.0,
-        },
-        dram: Dram {
-            latency_ns: DRAM_LATENCY_NS,
-            // 224 GB/s for the 8 GB pool (Microsoft's specification sheet, September 2020;
-            // 128-bit GDDR6 at 14 Gbps).
-            bandwidth_gb_per_s: 224.0,
-        },
-    }
+        // 2 MB (TechPowerUp GPU database, "Xbox Series S GPU"): 8 slices on the 128-bit bus.
+        l2_slices: 8,
+        // 224 GB/s for the 8 GB pool (Microsoft's specification sheet, September 2020;
+        // 128-bit GDDR6 at 14 Gbps).
+        dram_gb_per_s: 224.0,
+    })
 }
 
 /// The vector L0 of a CU: 16 KB (AMD ROCm documentation, "GPU architecture specifications",

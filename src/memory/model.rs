@@ -264,8 +264,6 @@ pub struct MemoryModel {
     l0: Vec<Cache>,
     l1: Vec<Cache>,
     l2: Cache,
-    /// The line each L0 saw last (a repeat is a hit on the most recent line: no lookup).
-    l0_last: Vec<u64>,
     l0_link: Vec<Link>,
     l1_link: Vec<Link>,
     l2_link: Link,
@@ -304,7 +302,6 @@ impl MemoryModel {
             l0: vec![cache(&m.l0); m.compute_units as usize],
             l1: vec![cache(&m.l1); m.shader_arrays as usize],
             l2: cache(&m.l2),
-            l0_last: vec![u64::MAX; m.compute_units as usize],
             l0_link: vec![Link::default(); m.compute_units as usize],
             l1_link: vec![Link::default(); m.shader_arrays as usize],
             l2_link: Link::default(),
@@ -531,14 +528,7 @@ impl MemoryModel {
     fn access(&mut self, cu: usize, array: usize, line: u64, t: f64, n: &mut Counts) -> f64 {
         let mut t = t + self.latency[0];
         n.l0_accesses += 1;
-        let l0_hit = if self.l0_last[cu] == line {
-            // The most recent line of this L0: a hit that leaves the LRU order as it is.
-            true
-        } else {
-            self.l0_last[cu] = line;
-            self.l0[cu].access(line)
-        };
-        if l0_hit {
+        if self.l0[cu].access(line) {
             n.l0_hits += 1;
             return t;
         }

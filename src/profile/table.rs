@@ -149,13 +149,9 @@ pub fn to_table(report: &ProfileReport) -> String {
     out
 }
 
-/// A shared heatmap scale for `results`: the largest of their 99th-percentile per-ray
-/// clocks (at least 1), so one outlier ray does not wash out every map.
-pub fn shared_heatmap_scale(results: &[VariantResult]) -> u32 {
-    shared_scale(results.iter().map(|r| &r.ray_clocks[..]))
-}
-
-/// [`shared_heatmap_scale`] of any per-ray values (the memory model's clocks).
+/// A shared heatmap scale for per-ray values (TD clocks or the memory model's clocks, one
+/// list per variant): the largest of their 99th percentiles (at least 1), so one outlier
+/// ray does not wash out every map.
 pub fn shared_scale<'a>(values: impl Iterator<Item = &'a [u32]>) -> u32 {
     values
         .map(|v| {

@@ -189,7 +189,7 @@ impl<'a, T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'a, T, P> {
                 Box::new(StepRecorder {
                     blocks: (self.intersector.memory.bytes.len() / 64) as u32,
                     first_index: first_index as u32,
-                    log: counters.fetches.like(),
+                    log: FetchLog::recording(),
                     words: Vec::with_capacity(64),
                 })
             }),
