@@ -61,6 +61,9 @@ pub fn write_bytes_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
 #[derive(Debug, Default)]
 pub struct OutputSet {
     files: Vec<Pending>,
+    /// The one output that goes to standard output (`-`), held in memory and printed at
+    /// [`OutputSet::commit`], after the files are in place.
+    stdout: Option<Vec<u8>>,
     /// Registered output directories: the flag and the path.
     dirs: Vec<(String, PathBuf)>,
     /// Directories created by [`OutputSet::write_in_dir`], outermost first.
@@ -79,6 +82,9 @@ struct Pending {
 /// An output file registered in an [`OutputSet`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct OutputId(usize);
+
+/// The [`OutputId`] of the standard-output entry (files are numbered from 0 up).
+const STDOUT_ID: usize = usize::MAX;
 
 /// An output directory registered in an [`OutputSet`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -121,6 +127,30 @@ impl OutputSet {
         Ok(OutputId(self.files.len() - 1))
     }
 
+    /// Registers the output `path` of `flag` as [`OutputSet::file`] does, except that `-`
+    /// means standard output: that output is kept in memory and printed at
+    /// [`OutputSet::commit`] (so a failed command prints none of it). A set has at most one
+    /// standard-output entry.
+    pub fn file_or_stdout(&mut self, flag: &str, path: &Path) -> Result<OutputId> {
+        if path != Path::new("-") {
+            return self.file(flag, path);
+        }
+        if self.stdout.is_some() {
+            return Err(Error::field(
+                flag,
+                "only one output of a command can go to standard output (-)",
+            ));
+        }
+        self.stdout = Some(Vec::new());
+        Ok(OutputId(STDOUT_ID))
+    }
+
+    /// Whether an output of the set goes to standard output (the command's text report
+    /// then belongs on standard error).
+    pub fn has_stdout(&self) -> bool {
+        self.stdout.is_some()
+    }
+
     /// Registers the output directory `dir` of `flag`, whose files are named later
     /// ([`OutputSet::write_in_dir`]): `dir` must be a directory, or not exist yet with a
     /// writable directory as its nearest existing ancestor (it is then created when its
@@ -149,8 +179,11 @@ impl OutputSet {
         Ok(OutputDir(self.dirs.len() - 1))
     }
 
-    /// The target path of `id`.
+    /// The target path of `id` (`-` for standard output).
     pub fn path(&self, id: OutputId) -> &Path {
+        if id.0 == STDOUT_ID {
+            return Path::new("-");
+        }
         &self.files[id.0].target
     }
 
@@ -161,6 +194,12 @@ impl OutputSet {
         id: OutputId,
         produce: impl FnOnce(&mut dyn Write) -> Result<()>,
     ) -> Result<()> {
+        if id.0 == STDOUT_ID {
+            let mut buffer = Vec::new();
+            produce(&mut buffer)?;
+            self.stdout = Some(buffer);
+            return Ok(());
+        }
         let entry = &mut self.files[id.0];
         entry.written = true;
         let path = entry.target.as_path();
@@ -175,7 +214,7 @@ impl OutputSet {
 
     /// [`OutputSet::write`] of bytes already in memory.
     pub fn write_bytes(&mut self, id: OutputId, bytes: &[u8]) -> Result<()> {
-        let path = self.files[id.0].target.clone();
+        let path = self.path(id).to_path_buf();
         self.write(id, |w| w.write_all(bytes).map_err(|e| Error::io(&path, e)))
     }
 
@@ -215,7 +254,8 @@ impl OutputSet {
     }
 
     /// Renames every written temporary file onto its target (outputs registered but not
-    /// written are skipped). On an error the remaining temporary files are removed.
+    /// written are skipped), then prints the standard-output entry. On an error the
+    /// remaining temporary files are removed.
     pub fn commit(mut self) -> Result<()> {
         let files = std::mem::take(&mut self.files);
         let mut result = Ok(());
@@ -228,7 +268,14 @@ impl OutputSet {
             }
         }
         self.created.clear();
-        result
+        result?;
+        if let Some(bytes) = self.stdout.take() {
+            let mut out = std::io::stdout().lock();
+            out.write_all(&bytes)
+                .and_then(|()| out.flush())
+                .map_err(|e| Error::io("<stdout>", e))?;
+        }
+        Ok(())
     }
 }
 

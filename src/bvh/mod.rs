@@ -154,6 +154,68 @@ impl Default for BuildOptions {
     }
 }
 
+impl std::fmt::Display for BuildOptions {
+    /// The options in words, as the CLI flags name them: "mixed FP16/FP32 boxes (at most
+    /// 5 % more area), 2 triangles per node, return mode 1 (barycentrics), depth-first
+    /// order, box sorting on, no box growth, no spatial splits, no leaf chains, no
+    /// optimization".
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.box_format {
+            BoxFormat::Fp32 => write!(f, "FP32 boxes")?,
+            BoxFormat::Fp16 => write!(f, "FP16 boxes")?,
+            BoxFormat::Mixed { max_area_growth } => write!(
+                f,
+                "mixed FP16/FP32 boxes (at most {} % more area)",
+                max_area_growth * 100.0
+            )?,
+        }
+        let plural = if self.triangles_per_node == 1 {
+            ""
+        } else {
+            "s"
+        };
+        write!(
+            f,
+            ", {} triangle{plural} per node, return mode {} ({})",
+            self.triangles_per_node,
+            self.return_mode as u8,
+            match self.return_mode {
+                TriangleReturnMode::TriangleId => "triangle id",
+                TriangleReturnMode::Barycentrics => "barycentrics",
+            }
+        )?;
+        let order = match self.node_order {
+            NodeOrder::DepthFirst => "depth-first",
+            NodeOrder::BreadthFirst => "breadth-first",
+            NodeOrder::Treelets => "treelet",
+        };
+        write!(f, ", {order} order")?;
+        write!(
+            f,
+            ", box sorting {}",
+            if self.box_sort { "on" } else { "off" }
+        )?;
+        match self.box_grow_ulps {
+            0 => write!(f, ", no box growth")?,
+            n => write!(f, ", boxes grown by {n} ULPs")?,
+        }
+        let on_off = |on: bool, what: &str| {
+            if on {
+                what.to_string()
+            } else {
+                format!("no {what}")
+            }
+        };
+        write!(
+            f,
+            ", {}, {}, {}",
+            on_off(self.spatial_splits, "spatial splits"),
+            on_off(self.leaf_chains, "leaf chains"),
+            on_off(self.optimize, "optimization")
+        )
+    }
+}
+
 /// A built BVH: the image, its metrics and timings.
 #[derive(Clone, Debug)]
 pub struct BuiltBvh {

@@ -9,7 +9,7 @@
 
 use super::bvh::BuildArgs;
 use super::input::Input;
-use super::trace::{ScheduleArg, SimdArg};
+use super::trace::ScheduleArg;
 use serde::Serialize;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -24,7 +24,7 @@ use wavetrace::outfile::OutputSet;
 use wavetrace::traverse::dxr::RayFlags;
 use wavetrace::traverse::rayfile::read_rays;
 use wavetrace::traverse::{Schedule, SimdPath, Strategy, WaveTracer, WaveTracerConfig};
-use wavetrace::wave::{Tracer, WaveWidth};
+use wavetrace::wave::Tracer;
 use wavetrace::{Error, Result};
 
 #[derive(clap::Args)]
@@ -39,15 +39,14 @@ pub struct BenchArgs {
     /// Traces of each ray file with each build.
     #[arg(long, default_value_t = 10)]
     pub repeat: usize,
-    /// Worker threads.
-    #[arg(long, default_value_t = 1)]
-    pub threads: usize,
-    /// Wave width: 32 or 64.
-    #[arg(long, default_value_t = 32)]
-    pub wave: usize,
-    /// Builds of the wave loop to compare (e.g. `--simd portable avx2`).
-    #[arg(long, value_enum, num_args = 1.., default_value = "auto")]
-    pub simd: Vec<SimdArg>,
+    /// (For a one-core figure give `--threads 1`, or pin the process to one core.)
+    #[command(flatten)]
+    pub threads: super::flags::ThreadsArg,
+    #[command(flatten)]
+    pub wave: super::flags::WaveArg,
+    /// (Several builds are timed side by side, e.g. `--simd portable avx2`.)
+    #[command(flatten)]
+    pub simd: super::flags::SimdArgs,
     /// Traversal shader: full-stack, restart-N, walkback-N or stackless-trail (the names
     /// `profile` uses).
     #[arg(long, default_value = "full-stack", value_parser = super::parse_strategy)]
@@ -72,9 +71,9 @@ pub struct BenchArgs {
     /// The machine of `--memory-model`: series-s, series-x or a TOML file.
     #[arg(long, value_name = "NAME_OR_FILE", default_value = "series-x")]
     pub machine: String,
-    /// Also write the results as JSON here.
-    #[arg(long)]
-    pub json: Option<PathBuf>,
+    /// The results, every repetition's time included.
+    #[command(flatten)]
+    pub json: super::flags::JsonArg,
 }
 
 /// One ray file traced with one build.
@@ -136,16 +135,14 @@ pub fn run(args: BenchArgs) -> Result<i32> {
     if args.repeat == 0 {
         return Err(Error::field("--repeat", "must be at least 1"));
     }
-    let wave = WaveWidth::from_lanes(args.wave)
-        .ok_or_else(|| Error::field("--wave", format!("is {}, must be 32 or 64", args.wave)))?;
+    let wave = args.wave.wave;
     let ray_flags = args.dxr.flags()?;
     let instance_mask = args.dxr.mask()?;
-    let pool = super::thread_pool(Some(args.threads))?;
+    let pool = args.threads.pool()?;
+    let threads = pool.current_num_threads();
     let loops = builds_to_run(&args)?;
     let mut outputs = OutputSet::new();
-    let json_id = (args.json.as_deref())
-        .map(|p| outputs.file("--json", p))
-        .transpose()?;
+    let json_id = args.json.register(&mut outputs)?;
     let input = super::input::load(&args.mesh)?;
     if args.flatten && matches!(input, Input::Mesh(_)) {
         return Err(Error::field(
@@ -161,7 +158,7 @@ pub fn run(args: BenchArgs) -> Result<i32> {
     let config = |simd, schedule| WaveTracerConfig {
         wave,
         strategy: args.traversal,
-        parallel: args.threads > 1,
+        parallel: threads > 1,
         simd,
         schedule,
         ray_flags,
@@ -238,26 +235,26 @@ pub fn run(args: BenchArgs) -> Result<i32> {
         None => format!("{primitives} triangles, BVH"),
         Some(n) => format!("{n} instances, {primitives} primitives, two-level BVH"),
     };
-    println!(
+    say!(
         "{}: {what} built in {:.3} s; {} thread(s), wave{}, best and median of {}",
         args.mesh.display(),
         build_seconds,
-        args.threads,
-        args.wave,
+        threads,
+        wave.lanes(),
         args.repeat
     );
     if ray_flags != RayFlags::NONE || instance_mask != 0xFF {
-        println!(
+        say!(
             "ray flags {}, instance mask 0x{instance_mask:02X}",
             ray_flags.names()
         );
     }
-    println!("host CPU: {cpu}");
+    say!("host CPU: {cpu}");
     print_table(&rows);
     if args.memory_model {
         print_memory_table(&rows);
     }
-    println!("hits and counters: identical in every repetition, build and schedule");
+    say!("hits and counters: identical in every repetition, build and schedule");
     let mut agreement = Vec::new();
     if let Some((triangles, origin)) = &flat_mesh {
         for (f, rays) in ray_sets.iter().enumerate() {
@@ -278,7 +275,7 @@ pub fn run(args: BenchArgs) -> Result<i32> {
                     a == b
                 })
                 .count();
-            println!(
+            say!(
                 "{}: flattened ({triangles} triangles) gives the instanced hit's instance and \
                  primitive for {same} of {} rays",
                 args.rays[f].display(),
@@ -297,10 +294,10 @@ pub fn run(args: BenchArgs) -> Result<i32> {
             flattened_agreement: agreement,
             ray_flags: ray_flags.names(),
             instance_mask,
-            options: format!("{:?}", args.build.options()),
+            options: args.build.options().to_string(),
             build_seconds,
-            threads: args.threads,
-            wave: args.wave,
+            threads,
+            wave: wave.lanes(),
             repeat: args.repeat,
             rows: &rows,
         };
@@ -333,7 +330,7 @@ impl Build {
 /// it resolves to).
 fn builds_to_run(args: &BenchArgs) -> Result<Vec<(SimdPath, Schedule)>> {
     let mut builds = Vec::new();
-    for arg in &args.simd {
+    for arg in &args.simd.simd {
         let simd = arg.path()?.resolve();
         for schedule in &args.schedule {
             let variant = (simd, schedule.schedule());
@@ -494,8 +491,8 @@ fn rows(args: &BenchArgs, builds: &[Build], ray_sets: &[Vec<Ray>], timed: &Timed
 
 /// The memory model's rows: host speed with it beside the plain trace's, and its figures.
 fn print_memory_table(rows: &[Row]) {
-    println!();
-    println!("with the memory model (trace recording fetches + the model, same rounds):");
+    say!();
+    say!("with the memory model (trace recording fetches + the model, same rounds):");
     for r in rows {
         let (Some(with), Some(ratio), Some(m)) = (
             r.memory_best_rays_per_second,
@@ -504,7 +501,7 @@ fn print_memory_table(rows: &[Row]) {
         ) else {
             continue;
         };
-        println!(
+        say!(
             "{} ({}, {}): best {:.3} Mrays/s with it, {:.3} without: {:.2}x",
             r.rays_file,
             r.input,
@@ -513,7 +510,7 @@ fn print_memory_table(rows: &[Row]) {
             r.best_rays_per_second / 1e6,
             ratio
         );
-        print!("{}", m.table());
+        say_part!("{}", m.table());
     }
 }
 
@@ -524,7 +521,7 @@ fn print_table(rows: &[Row]) {
         .max()
         .unwrap_or(0)
         .max(4);
-    println!(
+    say!(
         "{:<width$} {:>9} {:>9} {:>9} {:>8} {:>11} {:>11} {:>10} {:>10}",
         "rays",
         "input",
@@ -537,7 +534,7 @@ fn print_table(rows: &[Row]) {
         "ns/step"
     );
     for r in rows {
-        println!(
+        say!(
             "{:<width$} {:>9} {:>9} {:>9} {:>8} {:>11.3} {:>11.3} {:>10.2} {:>10.2}",
             r.rays_file,
             r.input,

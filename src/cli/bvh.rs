@@ -108,16 +108,16 @@ pub struct BvhArgs {
     pub mesh: PathBuf,
     #[command(flatten)]
     pub build: BuildArgs,
-    /// Worker threads (default: all cores).
-    #[arg(long)]
-    pub threads: Option<usize>,
+    #[command(flatten)]
+    pub threads: super::flags::ThreadsArg,
     /// Write the image bytes here (via a temporary file, then renamed). `--dump` is the
     /// same flag.
     #[arg(short = 'o', long = "out", visible_alias = "dump", value_name = "FILE")]
     pub dump: Option<PathBuf>,
-    /// Print one JSON object instead of a table.
-    #[arg(long)]
-    pub json: bool,
+    /// The report (the build's options, timings, metrics and the validator's verdict) as
+    /// one JSON object.
+    #[command(flatten)]
+    pub json: super::flags::JsonArg,
     /// Build this many times in this process and report the first, best and median build +
     /// encode time (the first build faults in all of its memory fresh; later ones reuse
     /// whatever memory the allocator kept). The image and metrics are the first build's.
@@ -140,11 +140,12 @@ pub fn run(args: BvhArgs) -> Result<i32> {
         ));
     }
     let options = args.build.options();
-    let pool = super::thread_pool(args.threads)?;
+    let pool = args.threads.pool()?;
     let mut outputs = OutputSet::new();
     let dump_id = (args.dump.as_deref())
         .map(|p| outputs.file("--out (--dump)", p))
         .transpose()?;
+    let json_id = args.json.register(&mut outputs)?;
 
     let start = Instant::now();
     let mesh = Mesh::load_obj(&args.mesh)?;
@@ -172,14 +173,13 @@ pub fn run(args: BvhArgs) -> Result<i32> {
         outputs.write_bytes(id, &built.image.bytes)?;
     }
     super::interrupt::check(&outputs)?;
-    outputs.commit()?;
 
     let m = &built.metrics;
-    if args.json {
+    if let Some(id) = json_id {
         let value = serde_json::json!({
             "mesh": args.mesh.display().to_string(),
             "threads": pool.current_num_threads(),
-            "options": format!("{options:?}"),
+            "options": options.to_string(),
             "load_seconds": load_seconds,
             "build_seconds": built.build_seconds,
             "encode_seconds": built.encode_seconds,
@@ -194,67 +194,70 @@ pub fn run(args: BvhArgs) -> Result<i32> {
             "valid": errors.is_empty(),
             "errors": errors.iter().take(100).map(|e| e.to_string()).collect::<Vec<_>>(),
         });
-        println!("{value}");
-    } else {
-        println!("mesh                {}", args.mesh.display());
-        println!("triangles           {}", m.triangles);
-        if built.dropped_nan_triangles > 0 {
-            println!(
-                "warning             {} triangles with NaN/infinite vertices dropped",
-                built.dropped_nan_triangles
-            );
-        }
-        println!("references          {}", built.references);
-        println!("threads             {}", pool.current_num_threads());
-        println!("options             {options:?}");
-        println!("load (parse) s      {load_seconds:.3}");
-        println!("build s             {:.3}", built.build_seconds);
-        println!("encode s            {:.3}", built.encode_seconds);
-        if let Some(cpu) = build_cpu_seconds {
-            println!("build+encode CPU s  {cpu:.3} (all threads)");
-        }
-        if repeats.len() > 1 {
-            println!(
-                "build+encode s      first {first:.3}, best {best:.3}, median {median:.3} of {} in this process",
-                repeats.len()
-            );
-        }
-        println!("validate s          {validate_seconds:.3}");
-        println!(
-            "SAH cost            {:.3} (C_box = 1, C_tri = 1)",
-            m.sah_cost
-        );
-        println!(
-            "nodes               {} box16, {} box32, {} triangle",
-            m.box16_nodes, m.box32_nodes, m.triangle_nodes
-        );
-        println!(
-            "bytes               {} ({:.2} per triangle)",
-            m.bytes, m.bytes_per_triangle
-        );
-        println!(
-            "tris per tri node   1: {}, 2: {}, 3: {}, 4: {} (mean {:.2})",
-            m.triangles_per_node_histogram[1],
-            m.triangles_per_node_histogram[2],
-            m.triangles_per_node_histogram[3],
-            m.triangles_per_node_histogram[4],
-            m.triangles_per_triangle_node()
-        );
-        println!("max depth           {}", m.max_depth);
-        println!("box fill rate       {:.3}", m.fill_rate);
-        print_verdict(&errors);
+        outputs.write_bytes(id, format!("{value}\n").as_bytes())?;
     }
+    say!("mesh                {}", args.mesh.display());
+    say!("triangles           {}", m.triangles);
+    if built.dropped_nan_triangles > 0 {
+        say!(
+            "warning             {} triangles with NaN/infinite vertices dropped",
+            built.dropped_nan_triangles
+        );
+    }
+    say!("references          {}", built.references);
+    say!("threads             {}", pool.current_num_threads());
+    say!("options             {options}");
+    say!("load (parse) s      {load_seconds:.3}");
+    say!("build s             {:.3}", built.build_seconds);
+    say!("encode s            {:.3}", built.encode_seconds);
+    if let Some(cpu) = build_cpu_seconds {
+        say!("build+encode CPU s  {cpu:.3} (all threads)");
+    }
+    if repeats.len() > 1 {
+        say!(
+            "build+encode s      first {first:.3}, best {best:.3}, median {median:.3} of {} in this process",
+            repeats.len()
+        );
+    }
+    say!("validate s          {validate_seconds:.3}");
+    say!(
+        "SAH cost            {:.3} (C_box = 1, C_tri = 1)",
+        m.sah_cost
+    );
+    say!(
+        "nodes               {} box16, {} box32, {} triangle",
+        m.box16_nodes,
+        m.box32_nodes,
+        m.triangle_nodes
+    );
+    say!(
+        "bytes               {} ({:.2} per triangle)",
+        m.bytes,
+        m.bytes_per_triangle
+    );
+    say!(
+        "tris per tri node   1: {}, 2: {}, 3: {}, 4: {} (mean {:.2})",
+        m.triangles_per_node_histogram[1],
+        m.triangles_per_node_histogram[2],
+        m.triangles_per_node_histogram[3],
+        m.triangles_per_node_histogram[4],
+        m.triangles_per_triangle_node()
+    );
+    say!("max depth           {}", m.max_depth);
+    say!("box fill rate       {:.3}", m.fill_rate);
+    print_verdict(&errors);
+    outputs.commit()?;
     Ok(if errors.is_empty() { 0 } else { 1 })
 }
 
 /// The validator's verdict line, and its first 20 errors.
 fn print_verdict(errors: &[impl std::fmt::Display]) {
     if errors.is_empty() {
-        println!("validator           valid");
+        say!("validator           valid");
     } else {
-        println!("validator           INVALID ({} errors)", errors.len());
+        say!("validator           INVALID ({} errors)", errors.len());
         for e in errors.iter().take(20) {
-            println!("  {e}");
+            say!("  {e}");
         }
     }
 }
@@ -283,11 +286,12 @@ fn run_scene(args: &BvhArgs) -> Result<i32> {
         blas: args.build.options(),
         rebraid: args.rebraid,
     };
-    let pool = super::thread_pool(args.threads)?;
+    let pool = args.threads.pool()?;
     let mut outputs = OutputSet::new();
     let dump_id = (args.dump.as_deref())
         .map(|p| outputs.file("--out (--dump)", p))
         .transpose()?;
+    let json_id = args.json.register(&mut outputs)?;
     let start = Instant::now();
     let scene = super::input::load_scene(&args.mesh)?;
     let load_seconds = start.elapsed().as_secs_f64();
@@ -308,7 +312,6 @@ fn run_scene(args: &BvhArgs) -> Result<i32> {
         outputs.write_bytes(id, &built.image.bytes)?;
     }
     super::interrupt::check(&outputs)?;
-    outputs.commit()?;
     let input = &scene.input;
     let blases: Vec<BlasReport> = built
         .blases
@@ -340,11 +343,11 @@ fn run_scene(args: &BvhArgs) -> Result<i32> {
         .collect();
     let t = &built.tlas;
     let image_bytes = built.image.bytes.len();
-    if args.json {
+    if let Some(id) = json_id {
         let value = serde_json::json!({
             "scene": args.mesh.display().to_string(),
             "threads": pool.current_num_threads(),
-            "options": format!("{:?}", options.blas),
+            "options": options.blas.to_string(),
             "rebraid": options.rebraid,
             "load_seconds": load_seconds,
             "build_seconds": built.build_seconds,
@@ -368,66 +371,75 @@ fn run_scene(args: &BvhArgs) -> Result<i32> {
             "valid": errors.is_empty(),
             "errors": errors.iter().take(100).map(|e| e.to_string()).collect::<Vec<_>>(),
         });
-        println!("{value}");
-    } else {
-        println!("scene               {}", args.mesh.display());
-        println!("threads             {}", pool.current_num_threads());
-        println!("options             {:?}", options.blas);
-        println!(
-            "rebraid             {}",
-            if options.rebraid { "on" } else { "off" }
-        );
-        println!("load (parse) s      {load_seconds:.3}");
-        println!("build s             {:.3}", built.build_seconds);
-        println!("encode s            {:.3}", built.encode_seconds);
-        if repeats.len() > 1 {
-            println!(
-                "build+encode s      first {first:.3}, best {best:.3}, median {median:.3} of {} in this process",
-                repeats.len()
-            );
-        }
-        println!("validate s          {validate_seconds:.3}");
-        println!("image bytes         {image_bytes}");
-        println!("TLAS");
-        println!("instances           {}", input.instances.len());
-        println!(
-            "instance nodes      {} ({} instances rebraided)",
-            t.instance_nodes, t.rebraided_instances
-        );
-        println!("box nodes           {}", t.box_nodes);
-        println!("blocks / bytes      {} / {}", t.blocks, 64 * t.blocks);
-        println!("max depth           {}", t.max_depth);
-        println!(
-            "SAH cost            {:.3} (C_box = 1, C_leaf = 1)",
-            t.sah_cost
-        );
-        println!("BLASes              {}", blases.len());
-        println!(
-            "  {:>3} {:<16} {:<9} {:>6} {:>10} {:>9} {:>5} {:>10} {:>9}",
-            "#", "name", "kind", "opaque", "primitives", "box nodes", "depth", "bytes", "instances"
-        );
-        for (i, b) in blases.iter().enumerate() {
-            println!(
-                "  {:>3} {:<16} {:<9} {:>6} {:>10} {:>9} {:>5} {:>10} {:>9}",
-                i,
-                b.name,
-                b.kind,
-                if b.opaque { "yes" } else { "no" },
-                b.primitives,
-                b.box_nodes,
-                b.max_depth,
-                b.bytes,
-                b.instances
-            );
-            if b.dropped_nan_triangles > 0 {
-                println!(
-                    "      warning: {} triangles with NaN/infinite vertices dropped",
-                    b.dropped_nan_triangles
-                );
-            }
-        }
-        print_verdict(&errors);
+        outputs.write_bytes(id, format!("{value}\n").as_bytes())?;
     }
+    say!("scene               {}", args.mesh.display());
+    say!("threads             {}", pool.current_num_threads());
+    say!("options             {}", options.blas);
+    say!(
+        "rebraid             {}",
+        if options.rebraid { "on" } else { "off" }
+    );
+    say!("load (parse) s      {load_seconds:.3}");
+    say!("build s             {:.3}", built.build_seconds);
+    say!("encode s            {:.3}", built.encode_seconds);
+    if repeats.len() > 1 {
+        say!(
+            "build+encode s      first {first:.3}, best {best:.3}, median {median:.3} of {} in this process",
+            repeats.len()
+        );
+    }
+    say!("validate s          {validate_seconds:.3}");
+    say!("image bytes         {image_bytes}");
+    say!("TLAS");
+    say!("instances           {}", input.instances.len());
+    say!(
+        "instance nodes      {} ({} instances rebraided)",
+        t.instance_nodes,
+        t.rebraided_instances
+    );
+    say!("box nodes           {}", t.box_nodes);
+    say!("blocks / bytes      {} / {}", t.blocks, 64 * t.blocks);
+    say!("max depth           {}", t.max_depth);
+    say!(
+        "SAH cost            {:.3} (C_box = 1, C_leaf = 1)",
+        t.sah_cost
+    );
+    say!("BLASes              {}", blases.len());
+    say!(
+        "  {:>3} {:<16} {:<9} {:>6} {:>10} {:>9} {:>5} {:>10} {:>9}",
+        "#",
+        "name",
+        "kind",
+        "opaque",
+        "primitives",
+        "box nodes",
+        "depth",
+        "bytes",
+        "instances"
+    );
+    for (i, b) in blases.iter().enumerate() {
+        say!(
+            "  {:>3} {:<16} {:<9} {:>6} {:>10} {:>9} {:>5} {:>10} {:>9}",
+            i,
+            b.name,
+            b.kind,
+            if b.opaque { "yes" } else { "no" },
+            b.primitives,
+            b.box_nodes,
+            b.max_depth,
+            b.bytes,
+            b.instances
+        );
+        if b.dropped_nan_triangles > 0 {
+            say!(
+                "      warning: {} triangles with NaN/infinite vertices dropped",
+                b.dropped_nan_triangles
+            );
+        }
+    }
+    print_verdict(&errors);
+    outputs.commit()?;
     Ok(if errors.is_empty() { 0 } else { 1 })
 }
 

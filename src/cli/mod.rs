@@ -1,16 +1,42 @@
 //! clap command line: one file per subcommand.
 
 use clap::{Parser, Subcommand};
+use std::sync::atomic::{AtomicBool, Ordering};
 use wavetrace::outfile::{OutputId, OutputSet};
+
+/// Prints a line of a command's text report: to standard output, or to standard error when
+/// the machine-readable report has standard output (`--json -`).
+macro_rules! say {
+    ($($arg:tt)*) => {
+        if $crate::cli::text_on_stderr() {
+            eprintln!($($arg)*)
+        } else {
+            println!($($arg)*)
+        }
+    };
+}
+
+/// [`say!`] without the newline.
+macro_rules! say_part {
+    ($($arg:tt)*) => {
+        if $crate::cli::text_on_stderr() {
+            eprint!($($arg)*)
+        } else {
+            print!($($arg)*)
+        }
+    };
+}
 
 mod bench;
 mod bvh;
+mod flags;
 mod input;
 mod interrupt;
 mod isa;
 mod machine;
 mod peak;
 mod profile;
+mod progress;
 mod rays;
 mod render;
 mod tiling;
@@ -111,6 +137,20 @@ fn default_sigpipe() {
             signal(SIGPIPE, SIG_DFL);
         }
     }
+}
+
+/// Set when standard output carries a machine-readable report: the text report then goes to
+/// standard error ([`say!`]).
+static TEXT_TO_STDERR: AtomicBool = AtomicBool::new(false);
+
+/// Sends the rest of the text report to standard error.
+fn text_to_stderr() {
+    TEXT_TO_STDERR.store(true, Ordering::Relaxed);
+}
+
+/// Whether the text report goes to standard error.
+fn text_on_stderr() -> bool {
+    TEXT_TO_STDERR.load(Ordering::Relaxed)
 }
 
 /// Writes `value` as pretty JSON (and a final newline) to the output `id` of `outputs`.

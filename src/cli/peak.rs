@@ -1,4 +1,4 @@
-//! `wavetrace peak [--json]`: the documented peak tables and, beside them, this machine's
+//! `wavetrace peak [--json FILE]`: the documented peak tables and, beside them, this machine's
 //! emulated instruction rate (one thread) as a share of each console's peak.
 
 use serde::Serialize;
@@ -6,14 +6,15 @@ use std::time::Duration;
 use wavetrace::counters::report::peak_table;
 use wavetrace::host::cpu_name;
 use wavetrace::hw::peak::{format_giga, CONSOLES, TD_COUNT_NOTE};
+use wavetrace::outfile::OutputSet;
 use wavetrace::wave::microbench::{measure, InstructionRate};
-use wavetrace::{Error, Result};
+use wavetrace::Result;
 
 #[derive(clap::Args)]
 pub struct PeakArgs {
-    /// Print one JSON object instead of tables.
-    #[arg(long)]
-    pub json: bool,
+    /// The tables and the host's rate as one JSON object.
+    #[command(flatten)]
+    pub json: super::flags::JsonArg,
     /// Microbenchmark time per instruction kind, milliseconds.
     #[arg(long, default_value_t = 300)]
     pub millis: u64,
@@ -42,6 +43,8 @@ struct PeakJson {
 }
 
 pub fn run(args: PeakArgs) -> Result<i32> {
+    let mut outputs = OutputSet::new();
+    let json_id = args.json.register(&mut outputs)?;
     let host = measure(Duration::from_millis(args.millis));
     let consoles: Vec<ConsolePeak> = CONSOLES
         .iter()
@@ -58,40 +61,39 @@ pub fn run(args: PeakArgs) -> Result<i32> {
                 / c.peak_triangle_tests_per_second(),
         })
         .collect();
-    if args.json {
-        let json = serde_json::to_string_pretty(&PeakJson {
-            consoles,
-            td_count_note: TD_COUNT_NOTE,
-            host_cpu: cpu_name(),
-            host,
-        })
-        .map_err(|e| Error::Other(format!("cannot encode JSON: {e}")))?;
-        println!("{json}");
-        return Ok(0);
-    }
-    print!("{}", peak_table());
-    println!();
-    println!(
+    say_part!("{}", peak_table());
+    say!();
+    say!(
         "this machine ({}), 1 thread, wave{} instructions (emulated):",
         cpu_name(),
         host.wave_lanes
     );
-    println!(
+    say!(
         "  AABB tests per s:     {:>10} G ({:.2} M box queries/s)",
         format_giga(host.box_tests_per_second),
         host.box_queries_per_second / 1e6
     );
-    println!(
+    say!(
         "  triangle tests per s: {:>10} G",
         format_giga(host.triangle_tests_per_second)
     );
     for c in &consoles {
-        println!(
+        say!(
             "  share of {} peak: AABB {:.4} %, triangle {:.4} %",
             c.name,
             100.0 * c.host_box_share,
             100.0 * c.host_triangle_share
         );
     }
+    if let Some(id) = json_id {
+        let json = PeakJson {
+            consoles,
+            td_count_note: TD_COUNT_NOTE,
+            host_cpu: cpu_name(),
+            host,
+        };
+        super::write_json(&mut outputs, id, &json)?;
+    }
+    outputs.commit()?;
     Ok(0)
 }

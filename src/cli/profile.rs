@@ -9,9 +9,9 @@
 use glam::Vec3;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
 use wavetrace::bvh::two_level::flatten;
 use wavetrace::bvh::Mesh;
-use wavetrace::hw::peak::ConsoleConfig;
 use wavetrace::outfile::{OutputDir, OutputSet};
 use wavetrace::profile::two_level::{self, SceneRays};
 use wavetrace::profile::{self, heatmap, rays::PinholeCamera, QueryKind, RayKind, RaySet};
@@ -29,15 +29,14 @@ pub struct ProfileArgs {
     /// Comma-separated variant names, or `all`.
     #[arg(long, default_value = "all")]
     pub strategies: String,
-    /// Console whose TD array and clock give the modelled rate: series-s or series-x.
-    #[arg(long, default_value = "series-x")]
-    pub target: String,
+    #[command(flatten)]
+    pub target: super::flags::TargetArg,
     /// Write the table as CSV here.
     #[arg(long)]
     pub csv: Option<PathBuf>,
-    /// Write the full report as JSON here.
-    #[arg(long)]
-    pub json: Option<PathBuf>,
+    /// The full report: every variant's counters and figures.
+    #[command(flatten)]
+    pub json: super::flags::JsonArg,
     /// Write one per-pixel clock heatmap PNG per variant into this directory (camera rays).
     #[arg(long)]
     pub heatmaps: Option<PathBuf>,
@@ -47,12 +46,11 @@ pub struct ProfileArgs {
     /// Camera for a bare mesh: ex,ey,ez,tx,ty,tz,vfov_deg (default: framing the mesh).
     #[arg(long)]
     pub camera: Option<String>,
-    /// Seed of the secondary rays' directions.
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
-    /// Worker threads (default: all cores).
-    #[arg(long)]
-    pub threads: Option<usize>,
+    /// (The secondary rays' directions.)
+    #[command(flatten)]
+    pub seed: super::flags::SeedArg,
+    #[command(flatten)]
+    pub threads: super::flags::ThreadsArg,
     // Ray flags and mask: the TLAS axis's rays (scene files only).
     #[command(flatten)]
     pub dxr: super::input::DxrArgs,
@@ -137,12 +135,7 @@ pub(super) fn parse_camera(s: &str) -> Result<PinholeCamera> {
 }
 
 pub fn run(args: ProfileArgs) -> Result<i32> {
-    let console = ConsoleConfig::by_cli_name(&args.target).ok_or_else(|| {
-        Error::field(
-            "--target",
-            format!("`{}`: must be series-s or series-x", args.target),
-        )
-    })?;
+    let console = args.target.console();
     let is_scene = super::input::is_scene(&args.input);
     let variants = if is_scene {
         profile::select_scene_variants(&args.strategies)?
@@ -167,14 +160,12 @@ pub fn run(args: ProfileArgs) -> Result<i32> {
     let (width, height) = parse_size(&args.size)?;
     let machine = args.memory.machine(&console)?;
     let camera_override = args.camera.as_deref().map(parse_camera).transpose()?;
-    let pool = super::thread_pool(args.threads)?;
+    let pool = args.threads.pool()?;
     let mut outputs = OutputSet::new();
     let csv_id = (args.csv.as_deref())
         .map(|p| outputs.file("--csv", p))
         .transpose()?;
-    let json_id = (args.json.as_deref())
-        .map(|p| outputs.file("--json", p))
-        .transpose()?;
+    let json_id = args.json.register(&mut outputs)?;
     // Heatmaps are drawn for camera rays only; the directory is not touched otherwise.
     let heatmaps_id = match &args.heatmaps {
         Some(dir) if args.rays == "primary" => Some(outputs.dir("--heatmaps", dir)?),
@@ -194,7 +185,7 @@ pub fn run(args: ProfileArgs) -> Result<i32> {
         let (set, reference) = match RayKind::from_name(&args.rays) {
             Some(kind) => {
                 let image = profile::reference_image(&mesh)?;
-                profile::make_rays(kind, &mesh, &image, primary, args.seed)
+                profile::make_rays(kind, &mesh, &image, primary, args.seed.seed)
             }
             None => {
                 let rays = read_rays(Path::new(&args.rays))?;
@@ -222,6 +213,10 @@ pub fn run(args: ProfileArgs) -> Result<i32> {
             (r, _) => r,
         };
         super::interrupt::check(&outputs)?;
+        let progress = super::progress::RayProgress::start(
+            (set.rays.len() * variants.len()) as u64,
+            &format!("over {} variants", variants.len()),
+        );
         let mut report = profile::profile_until(
             &input,
             &mesh,
@@ -232,6 +227,7 @@ pub fn run(args: ProfileArgs) -> Result<i32> {
             profile::Run {
                 cancel: Some(super::interrupt::flag()),
                 machine: machine.as_ref(),
+                progress: Some(&progress.rays),
             },
         )?;
         report.reference_seconds += ray_seconds;
@@ -257,6 +253,7 @@ pub fn run(args: ProfileArgs) -> Result<i32> {
                     references,
                 )?;
                 report.variants.push(r);
+                (progress.rays).fetch_add(set.rays.len() as u64, Ordering::Relaxed);
             }
             profile::rank(&mut report.variants);
         }
@@ -267,7 +264,7 @@ pub fn run(args: ProfileArgs) -> Result<i32> {
     let report = report?;
     super::interrupt::check(&outputs)?;
     if report.variants.iter().any(|v| v.axis == "TLAS") {
-        println!(
+        say!(
             "TLAS axis: traced by the lockstep schedule (NaN: the stream schedule's stack and \
              node-byte tallies, not measured); guard: hit or miss and t within 1e-4 of \
              max(t, scene diagonal / 1000) of the flattened scene's scalar reference and f64 \
@@ -275,7 +272,7 @@ pub fn run(args: ProfileArgs) -> Result<i32> {
         );
     }
     if !plain_rays {
-        println!(
+        say!(
             "TLAS axis traced with ray flags {} and instance mask 0x{:02X} (not checked \
              against the reference; the other axes trace without them)",
             scene_rays.flags.names(),
@@ -283,7 +280,7 @@ pub fn run(args: ProfileArgs) -> Result<i32> {
         );
     }
 
-    print!("{}", profile::to_table(&report));
+    say_part!("{}", profile::to_table(&report));
     let wrong: Vec<&str> = report
         .variants
         .iter()
@@ -291,16 +288,17 @@ pub fn run(args: ProfileArgs) -> Result<i32> {
         .map(|v| v.name.as_str())
         .collect();
     if !wrong.is_empty() {
-        println!(
+        say!(
             "WRONG (hits differ from the reference traversal, not ranked): {}",
             wrong.join(", ")
         );
     }
-    println!(
+    say!(
         "guard: scalar reference traversal on each variant's own image, t within {} ULP; \
          `vs fp32`: rays that differ geometrically from the canonical FP32 image \
          (ray set and canonical reference {:.2} s)",
-        report.t_tolerance_ulps, report.reference_seconds
+        report.t_tolerance_ulps,
+        report.reference_seconds
     );
 
     if let Some(id) = csv_id {
@@ -314,7 +312,7 @@ pub fn run(args: ProfileArgs) -> Result<i32> {
     if let Some(dir) = &args.heatmaps {
         match heatmaps_id {
             Some(id) => write_heatmaps(&mut outputs, id, dir, &report, width, height)?,
-            None => println!("heatmaps: only for camera rays (--rays primary); none written"),
+            None => say!("heatmaps: only for camera rays (--rays primary); none written"),
         }
     }
     super::interrupt::check(&outputs)?;

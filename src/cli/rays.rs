@@ -26,9 +26,9 @@ pub struct RaysArgs {
     /// Camera for a bare mesh: ex,ey,ez,tx,ty,tz,vfov_deg (default: framing the mesh).
     #[arg(long)]
     pub camera: Option<String>,
-    /// Seed of the secondary rays' directions (as profile's).
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
+    /// (The secondary rays' directions, as profile's.)
+    #[command(flatten)]
+    pub seed: super::flags::SeedArg,
 }
 
 pub fn run(args: RaysArgs) -> Result<i32> {
@@ -61,7 +61,7 @@ pub fn run(args: RaysArgs) -> Result<i32> {
     // The same set profile traces: secondary rays leave the reference hits of the camera
     // rays on the (flattened) triangles.
     let image = profile::reference_image(&mesh)?;
-    let (set, _) = profile::make_rays(kind, &mesh, &image, primary, args.seed);
+    let (set, _) = profile::make_rays(kind, &mesh, &image, primary, args.seed.seed);
     write_bytes_atomic(&args.out, &encode_rays(&set.rays))?;
     eprintln!(
         "{}: {} {} rays ({}) from {}",

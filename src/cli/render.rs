@@ -12,7 +12,6 @@ use wavetrace::render::{
 };
 use wavetrace::scene::Scene;
 use wavetrace::traverse::{Strategy, WaveTracerConfig};
-use wavetrace::wave::WaveWidth;
 use wavetrace::{Error, Result};
 
 #[derive(clap::Args)]
@@ -28,21 +27,18 @@ pub struct RenderArgs {
     /// Time budget in seconds: no new pass of samples starts once it would be exceeded.
     #[arg(long)]
     pub time: Option<f64>,
-    /// Worker threads (default: all cores). The image does not depend on it.
-    #[arg(long)]
-    pub threads: Option<usize>,
-    /// Random seed.
-    #[arg(long, default_value_t = 0)]
-    pub seed: u64,
+    /// (The image does not depend on the thread count.)
+    #[command(flatten)]
+    pub threads: super::flags::ThreadsArg,
+    #[command(flatten)]
+    pub seed: super::flags::SeedArg,
     /// Maximum path segments (default: the scene's).
     #[arg(long)]
     pub max_depth: Option<u32>,
-    /// Wave width of the hardware model: 32 or 64.
-    #[arg(long, default_value_t = 32, value_parser = parse_wave)]
-    pub wave: u32,
-    /// Console whose TD count the counters lead with: series-s or series-x.
-    #[arg(long, default_value = "series-x")]
-    pub target: String,
+    #[command(flatten)]
+    pub wave: super::flags::WaveArg,
+    #[command(flatten)]
+    pub target: super::flags::TargetArg,
     /// Traversal shader of every ray: full-stack, restart-N, walkback-N or stackless-trail
     /// (the names `profile` uses). The image does not depend on it; the counters do.
     #[arg(long, default_value = "full-stack", value_parser = super::parse_strategy)]
@@ -58,10 +54,9 @@ pub struct RenderArgs {
     /// ceil(H y0)..ceil(H y1), each the same as in the whole render.
     #[arg(long, value_name = "X0,X1,Y0,Y1", allow_hyphen_values = true)]
     pub crop: Option<String>,
-    /// Write the wave-model counters of the whole render (per ray kind) as JSON (`--stats`
-    /// is the same flag).
-    #[arg(long = "json", visible_alias = "stats", value_name = "FILE")]
-    pub stats: Option<PathBuf>,
+    /// The wave-model counters of the whole render (per ray kind).
+    #[command(flatten)]
+    pub json: super::flags::JsonArg,
     /// Write a PNG heatmap of each pixel's camera rays: their mean modelled clocks with the
     /// memory model (`--memory on`), else their mean TD clocks.
     #[arg(long)]
@@ -74,14 +69,6 @@ pub struct RenderArgs {
     /// summary and the stats, and the heatmap shows its modelled clocks.
     #[command(flatten)]
     pub memory: super::input::MemoryArgs,
-}
-
-fn parse_wave(s: &str) -> std::result::Result<u32, String> {
-    match s {
-        "32" => Ok(32),
-        "64" => Ok(64),
-        _ => Err(format!("{s:?}: the wave width is 32 or 64")),
-    }
 }
 
 fn png_path(path: &Path, flag: &str) -> Result<()> {
@@ -99,20 +86,14 @@ pub fn run(args: RenderArgs) -> Result<i32> {
     let mut outputs = OutputSet::new();
     let ids = OutputIds {
         out: outputs.file("--out", &args.out)?,
-        stats: (args.stats.as_deref())
-            .map(|p| outputs.file("--json (--stats)", p))
-            .transpose()?,
+        stats: args.json.register(&mut outputs)?,
         heatmap: (args.heatmap.as_deref())
             .map(|p| outputs.file("--heatmap", p))
             .transpose()?,
     };
     let shadow_ray_flags = args.dxr.flags()?;
     let instance_mask = args.dxr.mask()?;
-    let wave = if args.wave == 64 {
-        WaveWidth::W64
-    } else {
-        WaveWidth::W32
-    };
+    let wave = args.wave.wave;
     let mut scene = Scene::load(&args.scene)?;
     if let Some(size) = &args.size {
         let (width, height) = super::profile::parse_size(size)?;
@@ -121,7 +102,7 @@ pub fn run(args: RenderArgs) -> Result<i32> {
     for w in &scene.warnings {
         eprintln!("warning: {w}");
     }
-    let pool = super::thread_pool(args.threads)?;
+    let pool = args.threads.pool()?;
     let config = WaveTracerConfig {
         wave,
         console,
@@ -154,15 +135,23 @@ pub fn run(args: RenderArgs) -> Result<i32> {
     if let Some(text) = &args.crop {
         opts.crop = Some(parse_crop(text, scene.film.width, scene.film.height)?);
     }
-    if args.stats.is_some() || args.heatmap.is_some() {
+    if args.json.json.is_some() || args.heatmap.is_some() {
         opts.memory = args.memory.machine(&console)?;
     }
     let bar = std::io::stderr().is_terminal().then(progress_bar);
+    let budget_note = match args.time {
+        Some(t) => format!(" (stops at the {t} s budget)"),
+        None => String::new(),
+    };
     let progress = |p: RenderProgress| {
         if let Some(bar) = &bar {
-            bar.set_length(p.jobs_total);
-            bar.set_position(p.jobs_done);
-            bar.set_message(format!("{} spp done", p.spp_done));
+            // Jobs finish on several threads: the count only moves forward.
+            bar.set_length(p.samples_total);
+            bar.set_position(p.samples_done.max(bar.position()));
+            bar.set_message(format!(
+                "{} of {} spp in every pixel{}",
+                p.spp_done, p.spp_total, budget_note
+            ));
         }
     };
     let control = Control {
@@ -188,12 +177,7 @@ fn check_args(args: &RenderArgs) -> Result<ConsoleConfig> {
     if let Some(h) = &args.heatmap {
         png_path(h, "--heatmap")?;
     }
-    let console = ConsoleConfig::by_cli_name(&args.target).ok_or_else(|| {
-        Error::field(
-            "--target",
-            format!("{:?}: use series-s or series-x", args.target),
-        )
-    })?;
+    let console = args.target.console();
     if let Some(t) = args.time {
         if !(t.is_finite() && t > 0.0) {
             return Err(Error::field(
@@ -237,7 +221,7 @@ fn parse_crop(text: &str, width: u32, height: u32) -> Result<[u32; 4]> {
 /// The scene's render options with the command line's seed, depth, samples and time.
 fn render_options(args: &RenderArgs, scene: &Scene) -> RenderOptions {
     let mut opts = RenderOptions::for_scene(scene);
-    opts.seed = args.seed;
+    opts.seed = args.seed.seed;
     opts.record_clocks = args.heatmap.is_some();
     if let Some(d) = args.max_depth {
         opts.max_depth = d;
@@ -258,7 +242,7 @@ fn progress_bar() -> indicatif::ProgressBar {
     let bar = indicatif::ProgressBar::new(1);
     bar.set_style(
         indicatif::ProgressStyle::with_template(
-            "{elapsed_precise} [{bar:40}] {percent}% {msg} (eta {eta})",
+            "{elapsed_precise} [{bar:30}] {percent}% {human_pos}/{human_len} samples, {msg} (eta {eta})",
         )
         .expect("valid template")
         .progress_chars("=> "),
@@ -319,20 +303,17 @@ fn write_outputs(
     if let Some(m) = &memory {
         eprint!("{}", m.table());
     }
-    if let (Some(path), Some(id)) = (&args.stats, ids.stats) {
+    if let Some(id) = ids.stats {
         let json = serde_json::json!({
             "scene": args.scene.display().to_string(),
-            "wave": args.wave,
+            "wave": args.wave.wave.lanes(),
             "target": console.cli_name,
-            "seed": args.seed,
+            "seed": args.seed.seed,
             "stats": s,
             "total_counters": total,
             "memory": memory,
         });
-        outputs.write(id, |w| {
-            serde_json::to_writer_pretty(&mut *w, &json)
-                .map_err(|e| Error::Other(format!("{}: {e}", path.display())))
-        })?;
+        super::write_json(outputs, id, &json)?;
     }
     let heatmap = match (&out.camera_memory_clocks, &out.camera_clocks) {
         (Some(c), _) => Some((c, "MEAN MODELLED CLOCKS PER CAMERA RAY (MEMORY MODEL)")),

@@ -67,18 +67,18 @@ struct SurfaceArgs {
     #[arg(long)]
     mode: String,
     /// Console configuration for _X, _T and VAR modes: series-x, series-s (or navi21, the PC
-    /// reference configuration).
-    #[arg(long, default_value = "series-x")]
-    console: String,
+    /// reference configuration). `--console` is the same flag.
+    #[arg(long = "target", visible_alias = "console", default_value = "series-x")]
+    target: String,
 }
 
 #[derive(Args)]
 struct LayoutArgs {
     #[command(flatten)]
     surface: SurfaceArgs,
-    /// Print JSON instead of a table.
-    #[arg(long)]
-    json: bool,
+    /// The layout as JSON.
+    #[command(flatten)]
+    json: super::flags::JsonArg,
 }
 
 #[derive(Args)]
@@ -86,7 +86,16 @@ struct ConvertArgs {
     /// Input file (PNG or raw).
     input: PathBuf,
     /// Output file (PNG or raw).
-    output: PathBuf,
+    #[arg(
+        short = 'o',
+        long = "out",
+        value_name = "FILE",
+        required_unless_present = "output"
+    )]
+    out: Option<PathBuf>,
+    /// The output file as a second positional argument (the same as `-o`).
+    #[arg(hide = true, conflicts_with = "out")]
+    output: Option<PathBuf>,
     #[command(flatten)]
     surface: SurfaceArgs,
 }
@@ -95,9 +104,10 @@ struct ConvertArgs {
 struct VerifyArgs {
     /// Reference-vector JSON file.
     file: PathBuf,
-    /// Console configuration (default: the one the file's meta names).
-    #[arg(long)]
-    console: Option<String>,
+    /// Console configuration (default: the one the file's meta names). `--console` is the
+    /// same flag.
+    #[arg(long = "target", visible_alias = "console")]
+    target: Option<String>,
     /// Skip the exhaustive all_texels_fnv1a64 comparison.
     #[arg(long)]
     no_hash: bool,
@@ -133,7 +143,7 @@ fn parse_size(s: &str) -> Result<(u32, Option<u32>)> {
 
 fn describe(a: &SurfaceArgs, png: Option<(u32, u32)>) -> Result<(SurfaceDesc, Console)> {
     let mode = SwizzleMode::from_name(&a.mode)?;
-    let console = Console::from_name(&a.console)?;
+    let console = Console::from_name(&a.target).map_err(|e| retarget(e, "--target"))?;
     let format = match (&a.format, png) {
         (Some(f), _) => Format::from_name(f)?,
         (None, Some(_)) => Format::RGBA8,
@@ -180,12 +190,31 @@ fn describe(a: &SurfaceArgs, png: Option<(u32, u32)>) -> Result<(SurfaceDesc, Co
 fn layout(a: LayoutArgs) -> Result<i32> {
     let (desc, console) = describe(&a.surface, None)?;
     let l = Layout::new(&desc, console)?;
-    if a.json {
-        println!("{}", layout_json(&l));
-    } else {
-        print_layout_table(&l);
+    let mut outputs = OutputSet::new();
+    let json_id = a.json.register(&mut outputs)?;
+    print_layout_table(&l);
+    if let Some(id) = json_id {
+        outputs.write_bytes(id, format!("{}\n", layout_json(&l)).as_bytes())?;
     }
+    outputs.commit()?;
     Ok(0)
+}
+
+/// `error` of a console name, its field renamed to the flag that gave it.
+fn retarget(error: Error, flag: &str) -> Error {
+    match error {
+        Error::InvalidField { message, .. } => Error::field(flag, message),
+        other => other,
+    }
+}
+
+impl ConvertArgs {
+    /// The output file: `-o/--out`, or the second positional argument.
+    fn output(&self) -> Result<&Path> {
+        (self.out.as_deref())
+            .or(self.output.as_deref())
+            .ok_or_else(|| Error::field("--out", "the output file is missing"))
+    }
 }
 
 /// The table of `tiling layout`: the surface on three lines, one line per mip level, and a
@@ -194,14 +223,14 @@ fn print_layout_table(l: &Layout) {
     print_surface_summary(l);
     print_mip_rows(l);
     if !l.can_address() {
-        println!("note: addrlib has no address equation for this mode and element size; texel addressing is refused");
+        say!("note: addrlib has no address equation for this mode and element size; texel addressing is refused");
     }
 }
 
 /// The description, then XG's surface sizes, then the block and padding.
 fn print_surface_summary(l: &Layout) {
     let desc = &l.desc;
-    println!(
+    say!(
         "{} {} {}x{}{} {} mips, {} ({}), console {}",
         desc.format.name,
         desc.dim.name(),
@@ -217,7 +246,7 @@ fn print_surface_summary(l: &Layout) {
         desc.mode.enumerant(),
         l.console.name()
     );
-    println!(
+    say!(
         "SizeBytes {}  BaseAlignmentBytes {}  SliceSizeBytes {}  StandardMipCount {}  MipTailMipCount {}",
         l.total_size,
         l.base_align,
@@ -225,7 +254,7 @@ fn print_surface_summary(l: &Layout) {
         l.standard_mip_count(),
         l.mip_tail_mip_count()
     );
-    println!(
+    say!(
         "block {}x{}x{} elements ({} bytes)  pitch {}  padded height {}  padded slices {}  element {} B{}",
         l.block_w,
         l.block_h,
@@ -242,7 +271,7 @@ fn print_surface_summary(l: &Layout) {
 /// A header, then per level: texels, padded elements, offset in the chain, XG sizes and the
 /// tail placement.
 fn print_mip_rows(l: &Layout) {
-    println!(
+    say!(
         "{:>3} {:>11} {:>17} {:>10} {:>10} {:>10} {:>4} {:>9} {:>11}",
         "mip",
         "texels",
@@ -260,7 +289,7 @@ fn print_mip_rows(l: &Layout) {
         } else {
             format!("{}x{}", m.width_px, m.height_px)
         };
-        println!(
+        say!(
             "{:>3} {:>11} {:>17} {:>10} {:>10} {:>10} {:>4} {:>9} {:>11}",
             i,
             texels,
@@ -325,7 +354,8 @@ fn is_png(p: &Path) -> bool {
 /// to a swizzled surface.
 fn swizzle(a: ConvertArgs) -> Result<i32> {
     let mut outputs = OutputSet::new();
-    let out = outputs.file("OUTPUT", &a.output)?;
+    let output = a.output()?.to_path_buf();
+    let out = outputs.file("--out", &output)?;
     let png_in = is_png(&a.input);
     let (input, png_size) = if png_in {
         let img = image::open(&a.input)
@@ -361,9 +391,9 @@ fn swizzle(a: ConvertArgs) -> Result<i32> {
     outputs.write_bytes(out, &tiled)?;
     super::interrupt::check(&outputs)?;
     outputs.commit()?;
-    println!(
+    say!(
         "{}: {} bytes linear -> {} bytes {} ({})",
-        a.output.display(),
+        output.display(),
         linear.len(),
         tiled.len(),
         desc.mode,
@@ -376,7 +406,8 @@ fn swizzle(a: ConvertArgs) -> Result<i32> {
 /// 0, slice 0.
 fn unswizzle(a: ConvertArgs) -> Result<i32> {
     let mut outputs = OutputSet::new();
-    let out = outputs.file("OUTPUT", &a.output)?;
+    let output = a.output()?.to_path_buf();
+    let out = outputs.file("--out", &output)?;
     let input = std::fs::read(&a.input).map_err(|e| Error::io(&a.input, e))?;
     let (desc, console) = describe(&a.surface, None)?;
     let l = Layout::new(&desc, console)?;
@@ -384,16 +415,16 @@ fn unswizzle(a: ConvertArgs) -> Result<i32> {
         .unswizzle(&input)
         .map_err(|e| Error::field(a.input.display().to_string(), e.to_string()))?;
     super::interrupt::check(&outputs)?;
-    if is_png(&a.output) {
+    if is_png(&output) {
         outputs.write_bytes(out, &png_of_mip0(&l, &linear)?)?;
     } else {
         outputs.write_bytes(out, &linear)?;
     }
     super::interrupt::check(&outputs)?;
     outputs.commit()?;
-    println!(
+    say!(
         "{}: {} bytes {} -> {} bytes linear",
-        a.output.display(),
+        output.display(),
         input.len(),
         desc.mode,
         linear.len()
@@ -421,14 +452,17 @@ fn png_of_mip0(l: &Layout, linear: &[u8]) -> Result<Vec<u8>> {
 }
 
 fn verify(a: VerifyArgs) -> Result<i32> {
-    let console = a.console.as_deref().map(Console::from_name).transpose()?;
+    let console = (a.target.as_deref())
+        .map(Console::from_name)
+        .transpose()
+        .map_err(|e| retarget(e, "--target"))?;
     let report = reference::verify_file(&a.file, console, !a.no_hash)?;
     for case in report.cases.iter().filter(|c| !c.passed()) {
         for f in &case.failures {
-            println!("FAIL {}: {}", case.id, f);
+            say!("FAIL {}: {}", case.id, f);
         }
     }
-    println!("{} passed, {} failed", report.passed(), report.failed());
+    say!("{} passed, {} failed", report.passed(), report.failed());
     let hash_only = report
         .cases
         .iter()
@@ -440,7 +474,7 @@ fn verify(a: VerifyArgs) -> Result<i32> {
         })
         .count();
     if hash_only > 0 {
-        println!(
+        say!(
             "note: {hash_only} of the failing cases differ only in all_texels_fnv1a64 (every \
              field and sample matches); --no-hash skips that comparison"
         );

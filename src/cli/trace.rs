@@ -3,6 +3,7 @@
 //! hits, print the report table (and optionally write it as JSON with `--stats`).
 
 use super::input::Input;
+use super::progress::RayProgress;
 use clap::ValueEnum;
 use serde::Serialize;
 use std::path::PathBuf;
@@ -11,21 +12,14 @@ use wavetrace::bvh;
 use wavetrace::bvh::two_level::TwoLevelOptions;
 use wavetrace::counters::report::Report;
 use wavetrace::counters::Counters;
-use wavetrace::hw::peak::{SERIES_S, SERIES_X};
 use wavetrace::math::HitRecord;
 use wavetrace::memory::{Dispatch, Machine, MemoryModel, MemoryStats};
 use wavetrace::outfile::{OutputId, OutputSet};
 use wavetrace::traverse::dxr::RayFlags;
 use wavetrace::traverse::rayfile::{encode_hits, encode_scene_hits, read_rays};
 use wavetrace::traverse::{Schedule, SimdPath, Strategy, WaveTracer, WaveTracerConfig};
-use wavetrace::wave::{Tracer, WaveWidth};
+use wavetrace::wave::Tracer;
 use wavetrace::{Error, Result};
-
-#[derive(Clone, Copy, Debug, ValueEnum)]
-pub enum TargetArg {
-    SeriesS,
-    SeriesX,
-}
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum SimdArg {
@@ -81,12 +75,11 @@ pub struct TraceArgs {
     /// instance's BLAS (a miss: +inf, 0xFFFFFFFF, 0xFFFFFFFF).
     #[arg(short = 'o', long)]
     pub out: PathBuf,
-    /// Wave width: 32 or 64.
-    #[arg(long, default_value_t = 32)]
-    pub wave: usize,
-    /// Console the report leads with (both are counted).
-    #[arg(long, value_enum, default_value = "series-x")]
-    pub target: TargetArg,
+    #[command(flatten)]
+    pub wave: super::flags::WaveArg,
+    /// (Both consoles are counted; the report leads with this one.)
+    #[command(flatten)]
+    pub target: super::flags::TargetArg,
     /// Traversal shader: full-stack, restart-N, walkback-N or stackless-trail (the names
     /// `profile` uses). Hits are the same for every one; the counters are each one's.
     #[arg(long, default_value = "full-stack", value_parser = super::parse_strategy)]
@@ -102,16 +95,13 @@ pub struct TraceArgs {
     /// u16 0 (needs the memory model on).
     #[arg(long, value_name = "FILE")]
     pub fetch_trace: Option<PathBuf>,
-    /// Worker threads (default: all cores).
-    #[arg(long)]
-    pub threads: Option<usize>,
-    /// Write the report (counters, timings) as JSON here (`--stats` is the same flag).
-    #[arg(long = "json", visible_alias = "stats", value_name = "FILE")]
-    pub stats: Option<PathBuf>,
-    /// Build of the wave loop: auto (the fastest this CPU has), portable or avx2.
-    /// Hits and counters are the same for every build.
-    #[arg(long, value_enum, default_value = "auto")]
-    pub simd: SimdArg,
+    #[command(flatten)]
+    pub threads: super::flags::ThreadsArg,
+    /// The report (counters, timings).
+    #[command(flatten)]
+    pub json: super::flags::JsonArg,
+    #[command(flatten)]
+    pub simd: super::flags::SimdArgs,
     /// Host order of a wave's lanes: lockstep (one step of every lane at a time, as the
     /// hardware) or by-lane (each lane runs to its end and the wave's counters are rebuilt
     /// per step: a slower, independent cross-check). Hits and counters are the same.
@@ -188,18 +178,14 @@ struct Stats<'a> {
 }
 
 pub fn run(args: TraceArgs) -> Result<i32> {
-    let pool = super::thread_pool(args.threads)?;
+    let pool = args.threads.pool()?;
     let threads = pool.current_num_threads();
-    let simd = args.simd.path()?;
+    let simd = args.simd.one()?;
     let ray_flags = args.dxr.flags()?;
     let instance_mask = args.dxr.mask()?;
     let config = WaveTracerConfig {
-        wave: WaveWidth::from_lanes(args.wave)
-            .ok_or_else(|| Error::field("--wave", format!("is {}, must be 32 or 64", args.wave)))?,
-        console: match args.target {
-            TargetArg::SeriesS => SERIES_S,
-            TargetArg::SeriesX => SERIES_X,
-        },
+        wave: args.wave.wave,
+        console: args.target.console(),
         strategy: args.traversal,
         parallel: threads > 1,
         simd,
@@ -210,9 +196,7 @@ pub fn run(args: TraceArgs) -> Result<i32> {
     };
     let mut outputs = OutputSet::new();
     let out_id = outputs.file("--out", &args.out)?;
-    let stats_id = (args.stats.as_deref())
-        .map(|p| outputs.file("--json (--stats)", p))
-        .transpose()?;
+    let stats_id = args.json.register(&mut outputs)?;
     let machine = args.memory.machine(&config.console)?;
     if args.fetch_trace.is_some() && machine.is_none() {
         return Err(Error::field(
@@ -240,9 +224,12 @@ pub fn run(args: TraceArgs) -> Result<i32> {
             let build_seconds = start.elapsed().as_secs_f64();
             super::interrupt::check(&outputs)?;
             // The image moves into the tracer, which frees it once it has its aligned copy.
-            let tracer = WaveTracer::from_image(built.image, mesh, config);
+            let mut tracer = WaveTracer::from_image(built.image, mesh, config);
+            let progress = RayProgress::start(rays.len() as u64, "traced");
+            tracer.set_progress(progress.rays.clone());
             let start = Instant::now();
             pool.install(|| tracer.closest_hit_records(&rays, &mut hits, &mut counters));
+            drop(progress);
             let trace_seconds = start.elapsed().as_secs_f64();
             if !args.raw_t {
                 // The hit shader's step, after traversal: an accurate distance for the
@@ -266,9 +253,12 @@ pub fn run(args: TraceArgs) -> Result<i32> {
             };
             let (built, build_seconds) = pool.install(|| scene.build(&options))?;
             super::interrupt::check(&outputs)?;
-            let tracer = scene.tracer(built, config);
+            let mut tracer = scene.tracer(built, config);
+            let progress = RayProgress::start(rays.len() as u64, "traced");
+            tracer.set_progress(progress.rays.clone());
             let start = Instant::now();
             pool.install(|| tracer.closest_hit_records(&rays, &mut hits, &mut counters));
+            drop(progress);
             let trace_seconds = start.elapsed().as_secs_f64();
             (
                 scene.primitives(),
@@ -299,7 +289,7 @@ pub fn run(args: TraceArgs) -> Result<i32> {
         &counters,
         trace_seconds,
         threads,
-        args.wave,
+        config.wave.lanes(),
         &config.strategy.name(),
         &config.console,
     );
@@ -315,7 +305,7 @@ pub fn run(args: TraceArgs) -> Result<i32> {
             "{instances} instances of {blases} BLASes ({primitives} primitives), two-level BVH"
         ),
     };
-    println!(
+    say!(
         "{}: {what} built in {:.3} s; {}: traced in {:.3} s ({} build, {}){}",
         args.mesh.display(),
         build_seconds,
@@ -329,12 +319,12 @@ pub fn run(args: TraceArgs) -> Result<i32> {
         }
     );
     if ray_flags != RayFlags::NONE || instance_mask != 0xFF {
-        println!(
+        say!(
             "ray flags {}, instance mask 0x{instance_mask:02X}",
             ray_flags.names()
         );
     }
-    print!("{}", report.table());
+    say_part!("{}", report.table());
     if let Some(id) = stats_id {
         let stats = Stats {
             mesh: args.mesh.display().to_string(),
@@ -345,7 +335,7 @@ pub fn run(args: TraceArgs) -> Result<i32> {
             blases: scene_sizes.map(|s| s.1),
             ray_flags: ray_flags.names(),
             instance_mask,
-            options: format!("{:?}", args.build.options()),
+            options: args.build.options().to_string(),
             build_seconds,
             trace_seconds,
             memory_model_seconds: if memory.is_some() {

@@ -51,7 +51,7 @@ use crate::memory::Machine;
 use crate::traverse::Query;
 use crate::{Error, Result};
 use serde::Serialize;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Instant;
 
 /// Closest-hit t of a variant may differ from the reference by this many ULPs. On the same
@@ -148,6 +148,9 @@ pub struct Run<'a> {
     /// Run the memory model of this machine over every variant (the ranking then follows
     /// its rate).
     pub machine: Option<&'a Machine>,
+    /// Rays traced so far: each finished variant adds its ray count (for a progress
+    /// display).
+    pub progress: Option<&'a AtomicU64>,
 }
 
 /// [`profile`], run as `run` says: cancellable, and with the memory model when it names a
@@ -161,7 +164,11 @@ pub fn profile_until(
     canonical: Option<&[Hit]>,
     run: Run<'_>,
 ) -> Result<ProfileReport> {
-    let Run { cancel, machine } = run;
+    let Run {
+        cancel,
+        machine,
+        progress,
+    } = run;
     if set.rays.is_empty() {
         return Err(Error::Other(format!("{input}: no rays to profile")));
     }
@@ -193,6 +200,9 @@ pub fn profile_until(
             .filter(|(o, h)| !agrees_geometrically(set.query, h, o.t, o.best.is_some()))
             .count() as u64;
         results.push(r);
+        if let Some(p) = progress {
+            p.fetch_add(set.rays.len() as u64, Ordering::Relaxed);
+        }
     }
     rank(&mut results);
     Ok(ProfileReport {

@@ -67,8 +67,16 @@ pub struct RenderProgress {
     pub jobs_done: u64,
     /// Tile jobs to do if every pass runs.
     pub jobs_total: u64,
-    /// Samples per pixel finished (whole passes).
+    /// Pixel samples finished so far (a finished job adds its tile's pixels times its
+    /// pass's samples per pixel).
+    pub samples_done: u64,
+    /// Pixel samples of the whole render: pixels x samples per pixel (with a time budget,
+    /// the most it may take).
+    pub samples_total: u64,
+    /// Samples per pixel of every pixel so far (whole passes).
     pub spp_done: u32,
+    /// Samples per pixel asked for.
+    pub spp_total: u32,
 }
 
 /// Cancellation and progress hooks.
@@ -168,6 +176,13 @@ pub fn render(
         control,
         done: AtomicU64::new(0),
         total: tiles.len() as u64 * passes as u64,
+        samples_done: AtomicU64::new(0),
+        samples_total: tiles
+            .iter()
+            .map(|t| u64::from(t.x1 - t.x0) * u64::from(t.y1 - t.y0))
+            .sum::<u64>()
+            * u64::from(opts.spp),
+        spp_total: opts.spp,
     };
     let mut film = Film::new(w, h, opts.record_clocks);
     let mut stats = RenderStats {
@@ -345,6 +360,11 @@ struct Jobs<'a> {
     done: AtomicU64,
     /// Jobs to do if every pass runs.
     total: u64,
+    /// Pixel samples finished so far, and of the whole render.
+    samples_done: AtomicU64,
+    samples_total: u64,
+    /// Samples per pixel asked for.
+    spp_total: u32,
 }
 
 impl Jobs<'_> {
@@ -371,11 +391,22 @@ impl Jobs<'_> {
                 }
                 let r = render_tile(ctx, tile, samples.clone());
                 let done = self.done.fetch_add(1, Ordering::Relaxed) + 1;
+                let pixels = u64::from(tile.x1 - tile.x0) * u64::from(tile.y1 - tile.y0);
+                let added = pixels * u64::from(samples.end - samples.start);
+                let samples_done = self.samples_done.fetch_add(added, Ordering::Relaxed) + added;
                 if let Some(p) = self.control.progress {
                     p(RenderProgress {
                         jobs_done: done,
                         jobs_total: self.total,
-                        spp_done: samples.start,
+                        samples_done,
+                        samples_total: self.samples_total,
+                        // Every pixel has the pass's samples once its last tile is done.
+                        spp_done: if done % tiles.len() as u64 == 0 {
+                            samples.end
+                        } else {
+                            samples.start
+                        },
+                        spp_total: self.spp_total,
                     });
                 }
                 Some(r)

@@ -26,6 +26,7 @@ use crate::wave::intersect::RayColumns;
 use crate::wave::isa::{Isa, IsaKernel, Portable};
 use crate::wave::{BvhMemory, NodeCache, Tracer, Wave, WaveIntersector, WaveWidth};
 use rayon::prelude::*;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// Waves per parallel block.
@@ -79,6 +80,9 @@ pub struct WaveTracer {
     scene: Option<SceneTables>,
     /// The any-hit shader for non-opaque geometry (default: accept every candidate).
     any_hit: Option<Arc<dyn AnyHit + Send + Sync>>,
+    /// Rays traced so far, over every call, for a caller that shows progress
+    /// ([`WaveTracer::set_progress`]).
+    progress: Option<Arc<AtomicU64>>,
     config: WaveTracerConfig,
 }
 
@@ -301,6 +305,7 @@ impl WaveTracer {
             tables: None,
             scene: None,
             any_hit: None,
+            progress: None,
             config,
         }
     }
@@ -357,6 +362,12 @@ impl WaveTracer {
     /// default accepts every candidate).
     pub fn set_any_hit(&mut self, any_hit: Arc<dyn AnyHit + Send + Sync>) {
         self.any_hit = Some(any_hit);
+    }
+
+    /// Counts the rays traced from now on into `rays` (added once per block of waves, so a
+    /// caller on another thread can show progress; the cost is one atomic add per block).
+    pub fn set_progress(&mut self, rays: Arc<AtomicU64>) {
+        self.progress = Some(rays);
     }
 
     /// Whether the tracer traces a two-level image.
@@ -596,6 +607,9 @@ impl WaveTracer {
             }
             for ((o, lane), ray) in out.iter_mut().zip(outputs.iter()).zip(rays) {
                 convert(ray, lane, o);
+            }
+            if let Some(progress) = &self.progress {
+                progress.fetch_add(rays.len() as u64, Ordering::Relaxed);
             }
         };
         if self.config.parallel && rays.len() > block {
