@@ -401,7 +401,7 @@ impl Jobs<'_> {
                         samples_done,
                         samples_total: self.samples_total,
                         // Every pixel has the pass's samples once its last tile is done.
-                        spp_done: if done % tiles.len() as u64 == 0 {
+                        spp_done: if done.is_multiple_of(tiles.len() as u64) {
                             samples.end
                         } else {
                             samples.start
