@@ -47,7 +47,7 @@ impl DxrArgs {
 #[derive(clap::Args, Clone, Debug)]
 pub struct MemoryArgs {
     /// The memory model: node fetches through the console's L0, L1, L2 and DRAM, with
-    /// latency and bandwidth (README "Memory model"). `off` reports the TD-only figures.
+    /// latency and bandwidth (docs/memory-model.md). `off` reports the TD-only figures.
     #[arg(long, value_enum, default_value = "on")]
     pub memory: Switch,
     /// The machine of the memory model: series-s, series-x, or a TOML file (`wavetrace

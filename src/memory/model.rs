@@ -2,7 +2,7 @@
 //! through L0 (per CU), L1 (per shader array), L2 and DRAM, and the shader's ALU time
 //! between instructions.
 //!
-//! The rules (the README's "Memory model" section says the same for users):
+//! The rules (docs/memory-model.md says the same for users):
 //!
 //! - Wave `w` of a dispatch runs on CU `w mod CUs`; CU `c` is in shader array
 //!   `floor(c / CUs per array)`. A CU holds `SIMDs x waves per SIMD` waves; a wave takes
