@@ -39,7 +39,7 @@ pub use sets::{
     make_rays, mesh_bounds, reference_hits, reference_image, scene_mesh, scene_primary_rays,
     RayKind,
 };
-pub use table::{shared_scale, to_csv, to_table, COLUMNS};
+pub use table::{shared_scale, to_compact_table, to_csv, to_table, COLUMNS};
 pub use variants::{
     all_variants, select_scene_variants, select_variants, tlas_variants, TlasMode, Variant,
 };
@@ -272,5 +272,19 @@ mod tests {
             ..report.clone()
         })
         .contains("WRONG"));
+        // The compact table: the same rows, fewer columns, under 120 characters a line.
+        let compact = to_compact_table(&ProfileReport {
+            variants: results.clone(),
+            ..report.clone()
+        });
+        assert!(compact.contains("WRONG"));
+        assert_eq!(compact.lines().count(), 2 + results.len());
+        for line in compact.lines().skip(1) {
+            assert!(line.len() < 120, "{} wide: {line}", line.len());
+            assert!(
+                !line.contains("maxstk") && !line.contains("BVH B"),
+                "{line}"
+            );
+        }
     }
 }

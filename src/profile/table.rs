@@ -78,6 +78,26 @@ pub fn to_csv(report: &ProfileReport) -> String {
 
 /// The report as an aligned text table for the terminal.
 pub fn to_table(report: &ProfileReport) -> String {
+    table_of(report, &ALL_COLUMNS)
+}
+
+/// The columns of [`to_compact_table`]: the rank, the variant and its guard, the two modelled
+/// rates, the work per ray, the SIMD efficiency and the memory model's figures.
+const COMPACT_COLUMNS: [usize; 14] = [0, 1, 2, 3, 5, 6, 9, 10, 13, 21, 22, 23, 24, 25];
+/// Every column of the table.
+const ALL_COLUMNS: [usize; 26] = [
+    0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25,
+];
+
+/// [`to_table`] with the columns a reader ranks by (under 120 characters wide for the
+/// built-in variants' names): the others are in the CSV and JSON reports, and in
+/// [`to_table`].
+pub fn to_compact_table(report: &ProfileReport) -> String {
+    table_of(report, &COMPACT_COLUMNS)
+}
+
+/// The ranked table with the columns `keep` (indices into the full row).
+fn table_of(report: &ProfileReport, keep: &[usize]) -> String {
     let short = [
         "#",
         "variant",
@@ -106,7 +126,10 @@ pub fn to_table(report: &ProfileReport) -> String {
         "L2",
         "bound",
     ];
-    let rows: Vec<[String; 26]> = report.variants.iter().map(row).collect();
+    let pick =
+        |cells: &[String]| -> Vec<String> { keep.iter().map(|&i| cells[i].clone()).collect() };
+    let rows: Vec<Vec<String>> = report.variants.iter().map(|v| pick(&row(v))).collect();
+    let short = pick(&short.map(String::from));
     let mut widths: Vec<usize> = short.iter().map(|h| h.len()).collect();
     for r in &rows {
         for (w, c) in widths.iter_mut().zip(r) {
@@ -142,7 +165,7 @@ pub fn to_table(report: &ProfileReport) -> String {
             None => " (TD only)".to_string(),
         }
     );
-    out.push_str(&line(&short.map(String::from)));
+    out.push_str(&line(&short));
     for r in &rows {
         out.push_str(&line(r));
     }
