@@ -33,7 +33,39 @@ pub const COLUMNS: [&str; 26] = [
     "bound",
 ];
 
-fn row(r: &VariantResult) -> [String; 26] {
+/// The table's short headers, one per entry of [`COLUMNS`].
+pub const SHORT_COLUMNS: [&str; 26] = [
+    "#",
+    "variant",
+    "axis",
+    "wrong",
+    "vs fp32",
+    "mem G/s",
+    "TD G/s",
+    "bal G/s",
+    "peak",
+    "clk/ray",
+    "instr/ray",
+    "box/ray",
+    "tri/ray",
+    "simd",
+    "maxstk",
+    "meanstk",
+    "B/ray",
+    "rst/ray",
+    "TD bal",
+    "BVH B",
+    "host s",
+    "DRAM B",
+    "L0",
+    "L1",
+    "L2",
+    "bound",
+];
+
+/// One variant's cells, one per entry of [`COLUMNS`], as the table and the CSV print them
+/// (`-` where the memory model did not run, `WRONG` for the rank of a wrong variant).
+pub fn row(r: &VariantResult) -> [String; 26] {
     let memory = |f: &dyn Fn(&MemoryReport) -> String| r.memory.as_ref().map_or("-".into(), f);
     [
         r.rank.map_or("WRONG".to_string(), |k| k.to_string()),
@@ -78,36 +110,8 @@ pub fn to_csv(report: &ProfileReport) -> String {
 
 /// The report as an aligned text table for the terminal.
 pub fn to_table(report: &ProfileReport) -> String {
-    let short = [
-        "#",
-        "variant",
-        "axis",
-        "wrong",
-        "vs fp32",
-        "mem G/s",
-        "TD G/s",
-        "bal G/s",
-        "peak",
-        "clk/ray",
-        "instr/ray",
-        "box/ray",
-        "tri/ray",
-        "simd",
-        "maxstk",
-        "meanstk",
-        "B/ray",
-        "rst/ray",
-        "TD bal",
-        "BVH B",
-        "host s",
-        "DRAM B",
-        "L0",
-        "L1",
-        "L2",
-        "bound",
-    ];
     let rows: Vec<[String; 26]> = report.variants.iter().map(row).collect();
-    let mut widths: Vec<usize> = short.iter().map(|h| h.len()).collect();
+    let mut widths: Vec<usize> = SHORT_COLUMNS.iter().map(|h| h.len()).collect();
     for r in &rows {
         for (w, c) in widths.iter_mut().zip(r) {
             *w = (*w).max(c.len());
@@ -142,7 +146,7 @@ pub fn to_table(report: &ProfileReport) -> String {
             None => " (TD only)".to_string(),
         }
     );
-    out.push_str(&line(&short.map(String::from)));
+    out.push_str(&line(&SHORT_COLUMNS.map(String::from)));
     for r in &rows {
         out.push_str(&line(r));
     }
