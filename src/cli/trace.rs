@@ -1,6 +1,7 @@
 //! `wavetrace trace MESH_OR_SCENE --rays FILE --out FILE`: build a BVH for a mesh (or a
 //! two-level image for a scene file), trace a ray file through the wave model, write the
-//! hits, print the report table (and optionally write it as JSON with `--stats`).
+//! hits, print the report table (and optionally write it as JSON with `--json`, and as an
+//! HTML page with `--html`).
 
 use super::input::Input;
 use clap::ValueEnum;
@@ -15,6 +16,7 @@ use wavetrace::hw::peak::{SERIES_S, SERIES_X};
 use wavetrace::math::HitRecord;
 use wavetrace::memory::{Dispatch, Machine, MemoryModel, MemoryStats};
 use wavetrace::outfile::{OutputId, OutputSet};
+use wavetrace::report::{trace_html, utc_timestamp, Parameters};
 use wavetrace::traverse::dxr::RayFlags;
 use wavetrace::traverse::rayfile::{encode_hits, encode_scene_hits, read_rays};
 use wavetrace::traverse::{Schedule, SimdPath, Strategy, WaveTracer, WaveTracerConfig};
@@ -108,6 +110,10 @@ pub struct TraceArgs {
     /// Write the report (counters, timings) as JSON here (`--stats` is the same flag).
     #[arg(long = "json", visible_alias = "stats", value_name = "FILE")]
     pub stats: Option<PathBuf>,
+    /// Write one self-contained HTML page here: the summary counters, per-TD clocks against
+    /// the busiest TD, the memory model's hit rates and time split, the run's parameters.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
     /// Build of the wave loop: auto (the fastest this CPU has), portable or avx2.
     /// Hits and counters are the same for every build.
     #[arg(long, value_enum, default_value = "auto")]
@@ -213,6 +219,10 @@ pub fn run(args: TraceArgs) -> Result<i32> {
     let stats_id = (args.stats.as_deref())
         .map(|p| outputs.file("--json (--stats)", p))
         .transpose()?;
+    let html_id = (args.html.as_deref())
+        .map(|p| outputs.file("--html", p))
+        .transpose()?;
+    let started = std::time::SystemTime::now();
     let machine = args.memory.machine(&config.console)?;
     if args.fetch_trace.is_some() && machine.is_none() {
         return Err(Error::field(
@@ -360,6 +370,43 @@ pub fn run(args: TraceArgs) -> Result<i32> {
             report: &report,
         };
         super::write_json(&mut outputs, id, &stats)?;
+    }
+    if let Some(id) = html_id {
+        let parameters = Parameters::new(&utc_timestamp(started))
+            .with("input", format!("{} ({what})", args.mesh.display()))
+            .with(
+                "ray set",
+                format!("{} ({} rays)", args.rays.display(), counters.rays),
+            )
+            .with("traversal", config.strategy.name())
+            .with("wave", format!("wave{}", args.wave))
+            .with(
+                "console",
+                format!("{} ({})", config.console.name, config.console.cli_name),
+            )
+            .with(
+                "memory model",
+                machine
+                    .as_ref()
+                    .map_or("off (TD only)".to_string(), |m| m.name.clone()),
+            )
+            .with("BVH build", format!("{:?}", args.build.options()))
+            .with(
+                "ray flags, instance mask",
+                format!("{}, 0x{instance_mask:02X}", ray_flags.names()),
+            )
+            .with(
+                "build, schedule",
+                format!(
+                    "{}, {}",
+                    config.simd.resolve().name(),
+                    config.schedule.name()
+                ),
+            )
+            .with("threads", threads.to_string())
+            .with("host CPU", report.host.cpu.clone());
+        let html = trace_html(&report, &parameters)?;
+        outputs.write_bytes(id, html.as_bytes())?;
     }
     super::interrupt::check(&outputs)?;
     outputs.commit()?;
