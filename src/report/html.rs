@@ -212,6 +212,8 @@ table { border-collapse: collapse; font-variant-numeric: tabular-nums; margin: 6
 th, td { padding: 3px 8px; border-bottom: 1px solid #e4e7ee; text-align: left; white-space: nowrap; }
 td.num { text-align: right; }
 thead th { background: #eef1f6; position: sticky; top: 0; }
+table.sortable { font-size: 12.5px; }
+table.sortable th, table.sortable td { padding: 3px 5px; }
 table.sortable th { cursor: pointer; user-select: none; }
 table.sortable th:hover { background: #dfe5f0; }
 th.asc::after { content: " \25B2"; font-size: 10px; }
