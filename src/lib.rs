@@ -26,6 +26,7 @@ pub mod memory;
 pub mod outfile;
 pub mod profile;
 pub mod render;
+pub mod report;
 pub mod scene;
 pub mod tiling;
 pub mod traverse;

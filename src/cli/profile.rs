@@ -2,7 +2,7 @@
 //!
 //! Runs the same rays through every selected variant of the wave model, checks each
 //! variant's hits against the scalar reference traversal, prints a table ranked by
-//! modelled rays/s, and optionally writes CSV, JSON and per-variant heatmaps. A scene file
+//! modelled rays/s, and optionally writes CSV, JSON, per-variant heatmaps and an HTML page. A scene file
 //! is profiled flattened into one mesh on every axis but the TLAS axis, which traces its
 //! two-level image with and without rebraiding beside the flattened mesh.
 
@@ -15,6 +15,7 @@ use wavetrace::bvh::Mesh;
 use wavetrace::outfile::{OutputDir, OutputSet};
 use wavetrace::profile::two_level::{self, SceneRays};
 use wavetrace::profile::{self, heatmap, rays::PinholeCamera, QueryKind, RayKind, RaySet};
+use wavetrace::report::{profile_html, utc_timestamp, CameraMaps, Parameters};
 use wavetrace::traverse::dxr::RayFlags;
 use wavetrace::traverse::rayfile::read_rays;
 use wavetrace::{Error, Result};
@@ -44,6 +45,10 @@ pub struct ProfileArgs {
     /// by, under 120 characters wide; `--csv` and `--json` always have all of them).
     #[arg(long)]
     pub wide: bool,
+    /// Write one self-contained HTML page here: the ranked table (sortable), charts of the
+    /// rates, clocks and TD balance, the heatmaps (camera rays), the run's parameters.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
     /// Image size of the camera rays, WxH.
     #[arg(long, default_value = "256x256")]
     pub size: String,
@@ -165,11 +170,15 @@ pub fn run(args: ProfileArgs) -> Result<i32> {
     let machine = args.memory.machine(&console)?;
     let camera_override = args.camera.as_deref().map(parse_camera).transpose()?;
     let pool = args.threads.pool()?;
+    let started = std::time::SystemTime::now();
     let mut outputs = OutputSet::new();
     let csv_id = (args.csv.as_deref())
         .map(|p| outputs.file("--csv", p))
         .transpose()?;
     let json_id = args.json.register(&mut outputs)?;
+    let html_id = (args.html.as_deref())
+        .map(|p| outputs.file("--html", p))
+        .transpose()?;
     // Heatmaps are drawn for camera rays only; the directory is not touched otherwise.
     let heatmaps_id = match &args.heatmaps {
         Some(dir) if args.rays == "primary" => Some(outputs.dir("--heatmaps", dir)?),
@@ -316,6 +325,34 @@ pub fn run(args: ProfileArgs) -> Result<i32> {
         let text = serde_json::to_string_pretty(&report)
             .map_err(|e| Error::Other(format!("cannot encode the report: {e}")))?;
         outputs.write_bytes(id, text.as_bytes())?;
+    }
+    if let Some(id) = html_id {
+        let parameters = Parameters::new(&utc_timestamp(started))
+            .with("input", report.input.clone())
+            .with(
+                "ray set",
+                format!(
+                    "{} ({} rays, seed {})",
+                    report.ray_kind, report.rays, args.seed.seed
+                ),
+            )
+            .with("camera rays", format!("{width}x{height}"))
+            .with("variants", args.strategies.clone())
+            .with(
+                "console",
+                format!("{} ({})", console.name, console.cli_name),
+            )
+            .with(
+                "memory model",
+                machine
+                    .as_ref()
+                    .map_or("off (TD only)".to_string(), |m| m.name.clone()),
+            )
+            .with("threads", pool.current_num_threads().to_string())
+            .with("host CPU", wavetrace::host::cpu_name());
+        let camera = (args.rays == "primary").then_some(CameraMaps { width, height });
+        let html = profile_html(&report, &console, &parameters, camera)?;
+        outputs.write_bytes(id, html.as_bytes())?;
     }
     if let Some(dir) = &args.heatmaps {
         match heatmaps_id {

@@ -1,6 +1,7 @@
 //! `wavetrace trace MESH_OR_SCENE --rays FILE --out FILE`: build a BVH for a mesh (or a
 //! two-level image for a scene file), trace a ray file through the wave model, write the
-//! hits, print the report table (and optionally write it as JSON with `--stats`).
+//! hits, print the report table (and optionally write it as JSON with `--json`, and as an
+//! HTML page with `--html`).
 
 use super::input::Input;
 use super::progress::RayProgress;
@@ -15,6 +16,7 @@ use wavetrace::counters::Counters;
 use wavetrace::math::HitRecord;
 use wavetrace::memory::{Dispatch, Machine, MemoryModel, MemoryStats};
 use wavetrace::outfile::{OutputId, OutputSet};
+use wavetrace::report::{trace_html, utc_timestamp, Parameters};
 use wavetrace::traverse::dxr::RayFlags;
 use wavetrace::traverse::rayfile::{encode_hits, encode_scene_hits, read_rays};
 use wavetrace::traverse::{Schedule, SimdPath, Strategy, WaveTracer, WaveTracerConfig};
@@ -102,6 +104,10 @@ pub struct TraceArgs {
     pub json: super::flags::JsonArg,
     #[command(flatten)]
     pub simd: super::flags::SimdArgs,
+    /// Write one self-contained HTML page here: the summary counters, per-TD clocks against
+    /// the busiest TD, the memory model's hit rates and time split, the run's parameters.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
     /// Host order of a wave's lanes: lockstep (one step of every lane at a time, as the
     /// hardware) or by-lane (each lane runs to its end and the wave's counters are rebuilt
     /// per step: a slower, independent cross-check). Hits and counters are the same.
@@ -197,6 +203,10 @@ pub fn run(args: TraceArgs) -> Result<i32> {
     let mut outputs = OutputSet::new();
     let out_id = outputs.file("--out", &args.out)?;
     let stats_id = args.json.register(&mut outputs)?;
+    let html_id = (args.html.as_deref())
+        .map(|p| outputs.file("--html", p))
+        .transpose()?;
+    let started = std::time::SystemTime::now();
     let machine = args.memory.machine(&config.console)?;
     if args.fetch_trace.is_some() && machine.is_none() {
         return Err(Error::field(
@@ -350,6 +360,43 @@ pub fn run(args: TraceArgs) -> Result<i32> {
             report: &report,
         };
         super::write_json(&mut outputs, id, &stats)?;
+    }
+    if let Some(id) = html_id {
+        let parameters = Parameters::new(&utc_timestamp(started))
+            .with("input", format!("{} ({what})", args.mesh.display()))
+            .with(
+                "ray set",
+                format!("{} ({} rays)", args.rays.display(), counters.rays),
+            )
+            .with("traversal", config.strategy.name())
+            .with("wave", format!("wave{}", args.wave.wave.lanes()))
+            .with(
+                "console",
+                format!("{} ({})", config.console.name, config.console.cli_name),
+            )
+            .with(
+                "memory model",
+                machine
+                    .as_ref()
+                    .map_or("off (TD only)".to_string(), |m| m.name.clone()),
+            )
+            .with("BVH build", format!("{:?}", args.build.options()))
+            .with(
+                "ray flags, instance mask",
+                format!("{}, 0x{instance_mask:02X}", ray_flags.names()),
+            )
+            .with(
+                "build, schedule",
+                format!(
+                    "{}, {}",
+                    config.simd.resolve().name(),
+                    config.schedule.name()
+                ),
+            )
+            .with("threads", threads.to_string())
+            .with("host CPU", report.host.cpu.clone());
+        let html = trace_html(&report, &parameters)?;
+        outputs.write_bytes(id, html.as_bytes())?;
     }
     super::interrupt::check(&outputs)?;
     outputs.commit()?;

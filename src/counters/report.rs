@@ -390,18 +390,34 @@ impl Report {
     fn write_consoles(&self, s: &mut String) {
         let [a, b] = [&self.consoles[0], &self.consoles[1]];
         write_row2(s, "console (documented | this run)", a.name, b.name);
-        for row in &CONSOLE_ROWS {
-            write_row2(s, row.label, &(row.value)(a), &(row.value)(b));
+        for (label, [x, y]) in self.console_rows() {
+            write_row2(s, label, &x, &y);
         }
         let _ = writeln!(s, "note: {TD_COUNT_NOTE}");
     }
 
+    /// The console section's rows: a label, then the value for each of [`Self::consoles`]
+    /// (documented figures first, then this run's).
+    pub fn console_rows(&self) -> Vec<(&'static str, [String; 2])> {
+        let [a, b] = [&self.consoles[0], &self.consoles[1]];
+        (CONSOLE_ROWS.iter())
+            .map(|row| (row.label, [(row.value)(a), (row.value)(b)]))
+            .collect()
+    }
+
     /// Per-ray and per-wave averages, then the main counters.
     fn write_per_ray(&self, s: &mut String) {
+        write_row(s, "per ray / per wave", "");
+        for (label, value) in &self.per_ray_rows() {
+            write_row(s, label, value);
+        }
+    }
+
+    /// The per-ray and per-wave averages, then the main counters: label and value.
+    pub fn per_ray_rows(&self) -> Vec<(&'static str, String)> {
         let d = &self.derived;
         let c = &self.counters;
-        write_row(s, "per ray / per wave", "");
-        let rows = [
+        vec![
             ("box nodes per ray", format!("{:.2}", d.box_nodes_per_ray)),
             ("AABB tests per ray", format!("{:.2}", d.aabb_tests_per_ray)),
             (
@@ -428,10 +444,7 @@ impl Report {
             ("td.box_queries", c.td_box_queries.to_string()),
             ("td.triangle_tests", c.td_triangle_tests.to_string()),
             ("trav.iterations", c.trav_iterations.to_string()),
-        ];
-        for (label, value) in &rows {
-            write_row(s, label, value);
-        }
+        ]
     }
 
     /// This CPU's emulation speed, and its AABB rate as a share of each console's peak.
@@ -466,66 +479,78 @@ impl Report {
 /// The two-level section: TLAS and BLAS side by side, then the shader's work.
 fn write_levels(s: &mut String, l: &LevelSplit) {
     write_row2(s, "by level (two-level trace)", "TLAS", "BLAS");
-    let rows = [
-        (
-            "box queries",
-            l.tlas_box_queries.to_string(),
-            l.blas_box_queries.to_string(),
-        ),
-        (
-            "triangle tests",
-            "0".to_string(),
-            l.blas_triangle_tests.to_string(),
-        ),
-        (
-            "TD clocks",
-            l.tlas_clocks.to_string(),
-            l.blas_clocks.to_string(),
-        ),
-        (
-            "TD clocks per ray",
-            format!("{:.2}", l.tlas_clocks_per_ray),
-            format!("{:.2}", l.blas_clocks_per_ray),
-        ),
-        (
-            "  share of TD clocks",
-            format!("{:.1} %", 100.0 * l.tlas_clock_share),
-            format!("{:.1} %", 100.0 * (1.0 - l.tlas_clock_share)),
-        ),
-    ];
-    for (label, a, b) in &rows {
+    for (label, a, b) in &l.level_rows() {
         write_row2(s, label, a, b);
     }
-    let rows = [
-        (
-            "instance-node queries (no clock)",
-            l.tlas_instance_node_queries.to_string(),
-        ),
-        (
-            "shader.instance_transitions",
-            l.instance_transitions.to_string(),
-        ),
-        (
-            "  per ray",
-            format!("{:.2}", l.instance_transitions_per_ray),
-        ),
-        (
-            "shader.instance_node_bytes",
-            l.instance_node_bytes.to_string(),
-        ),
-        ("shader.transform_alu_ops", l.transform_alu_ops.to_string()),
-        ("shader.candidate_hits", l.candidate_hits.to_string()),
-        (
-            "shader.any_hit_invocations",
-            l.any_hit_invocations.to_string(),
-        ),
-        (
-            "shader.intersection_invocations",
-            l.intersection_invocations.to_string(),
-        ),
-    ];
-    for (label, value) in &rows {
+    for (label, value) in &l.shader_rows() {
         write_row(s, label, value);
+    }
+}
+
+impl LevelSplit {
+    /// The TLAS and BLAS side by side: label, TLAS value, BLAS value.
+    pub fn level_rows(&self) -> Vec<(&'static str, String, String)> {
+        let l = self;
+        vec![
+            (
+                "box queries",
+                l.tlas_box_queries.to_string(),
+                l.blas_box_queries.to_string(),
+            ),
+            (
+                "triangle tests",
+                "0".to_string(),
+                l.blas_triangle_tests.to_string(),
+            ),
+            (
+                "TD clocks",
+                l.tlas_clocks.to_string(),
+                l.blas_clocks.to_string(),
+            ),
+            (
+                "TD clocks per ray",
+                format!("{:.2}", l.tlas_clocks_per_ray),
+                format!("{:.2}", l.blas_clocks_per_ray),
+            ),
+            (
+                "  share of TD clocks",
+                format!("{:.1} %", 100.0 * l.tlas_clock_share),
+                format!("{:.1} %", 100.0 * (1.0 - l.tlas_clock_share)),
+            ),
+        ]
+    }
+
+    /// The traversal shader's work: label and value.
+    pub fn shader_rows(&self) -> Vec<(&'static str, String)> {
+        let l = self;
+        vec![
+            (
+                "instance-node queries (no clock)",
+                l.tlas_instance_node_queries.to_string(),
+            ),
+            (
+                "shader.instance_transitions",
+                l.instance_transitions.to_string(),
+            ),
+            (
+                "  per ray",
+                format!("{:.2}", l.instance_transitions_per_ray),
+            ),
+            (
+                "shader.instance_node_bytes",
+                l.instance_node_bytes.to_string(),
+            ),
+            ("shader.transform_alu_ops", l.transform_alu_ops.to_string()),
+            ("shader.candidate_hits", l.candidate_hits.to_string()),
+            (
+                "shader.any_hit_invocations",
+                l.any_hit_invocations.to_string(),
+            ),
+            (
+                "shader.intersection_invocations",
+                l.intersection_invocations.to_string(),
+            ),
+        ]
     }
 }
 

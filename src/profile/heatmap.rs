@@ -72,7 +72,7 @@ fn draw_text(img: &mut RgbImage, text: &str, x: u32, y: u32, scale: u32, colour:
 }
 
 /// Short label for a scale value: 950, 1.2k, 3.4M.
-fn label(v: f64) -> String {
+pub fn label(v: f64) -> String {
     if v >= 1e6 {
         format!("{:.1}M", v / 1e6)
     } else if v >= 1e4 {
@@ -84,6 +84,28 @@ fn label(v: f64) -> String {
     }
 }
 
+/// Paints `values` (row-major, `width` wide) into the top rows of `img`, `scale_max` white.
+fn paint(img: &mut RgbImage, values: &[u32], width: u32, scale_max: u32) {
+    let scale = scale_max.max(1) as f32;
+    for (i, &v) in values.iter().enumerate() {
+        let (x, y) = (i as u32 % width, i as u32 / width);
+        img.put_pixel(x, y, Rgb(colormap(v as f32 / scale)));
+    }
+}
+
+/// The map of [`heatmap_image`] without its legend strip (for pages that draw one legend
+/// for many maps).
+pub fn heatmap_only(values: &[u32], width: u32, height: u32, scale_max: u32) -> RgbImage {
+    assert_eq!(
+        values.len(),
+        width as usize * height as usize,
+        "heatmap size mismatch"
+    );
+    let mut img = RgbImage::new(width, height);
+    paint(&mut img, values, width, scale_max);
+    img
+}
+
 /// A heatmap of `values` (row-major, `width` x `height`) scaled so that `scale_max` is white,
 /// with a legend strip below: the colour bar from 0 to `scale_max` and labels at 0, half and
 /// the maximum.
@@ -93,12 +115,8 @@ pub fn heatmap_image(values: &[u32], width: u32, height: u32, scale_max: u32) ->
         width as usize * height as usize,
         "heatmap size mismatch"
     );
-    let scale = scale_max.max(1) as f32;
     let mut img = RgbImage::new(width, height + LEGEND_HEIGHT);
-    for (i, &v) in values.iter().enumerate() {
-        let (x, y) = (i as u32 % width, i as u32 / width);
-        img.put_pixel(x, y, Rgb(colormap(v as f32 / scale)));
-    }
+    paint(&mut img, values, width, scale_max);
     // Colour bar: 8 rows across the full width.
     for x in 0..width {
         let c = colormap(x as f32 / (width.max(2) - 1) as f32);

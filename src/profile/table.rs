@@ -33,7 +33,39 @@ pub const COLUMNS: [&str; 26] = [
     "bound",
 ];
 
-fn row(r: &VariantResult) -> [String; 26] {
+/// The table's short headers, one per entry of [`COLUMNS`].
+pub const SHORT_COLUMNS: [&str; 26] = [
+    "#",
+    "variant",
+    "axis",
+    "wrong",
+    "vs fp32",
+    "mem G/s",
+    "TD G/s",
+    "bal G/s",
+    "peak",
+    "clk/ray",
+    "instr/ray",
+    "box/ray",
+    "tri/ray",
+    "simd",
+    "maxstk",
+    "meanstk",
+    "B/ray",
+    "rst/ray",
+    "TD bal",
+    "BVH B",
+    "host s",
+    "DRAM B",
+    "L0",
+    "L1",
+    "L2",
+    "bound",
+];
+
+/// One variant's cells, one per entry of [`COLUMNS`], as the table and the CSV print them
+/// (`-` where the memory model did not run, `WRONG` for the rank of a wrong variant).
+pub fn row(r: &VariantResult) -> [String; 26] {
     let memory = |f: &dyn Fn(&MemoryReport) -> String| r.memory.as_ref().map_or("-".into(), f);
     [
         r.rank.map_or("WRONG".to_string(), |k| k.to_string()),
@@ -98,38 +130,10 @@ pub fn to_compact_table(report: &ProfileReport) -> String {
 
 /// The ranked table with the columns `keep` (indices into the full row).
 fn table_of(report: &ProfileReport, keep: &[usize]) -> String {
-    let short = [
-        "#",
-        "variant",
-        "axis",
-        "wrong",
-        "vs fp32",
-        "mem G/s",
-        "TD G/s",
-        "bal G/s",
-        "peak",
-        "clk/ray",
-        "instr/ray",
-        "box/ray",
-        "tri/ray",
-        "simd",
-        "maxstk",
-        "meanstk",
-        "B/ray",
-        "rst/ray",
-        "TD bal",
-        "BVH B",
-        "host s",
-        "DRAM B",
-        "L0",
-        "L1",
-        "L2",
-        "bound",
-    ];
     let pick =
         |cells: &[String]| -> Vec<String> { keep.iter().map(|&i| cells[i].clone()).collect() };
     let rows: Vec<Vec<String>> = report.variants.iter().map(|v| pick(&row(v))).collect();
-    let short = pick(&short.map(String::from));
+    let short = pick(&SHORT_COLUMNS.map(String::from));
     let mut widths: Vec<usize> = short.iter().map(|h| h.len()).collect();
     for r in &rows {
         for (w, c) in widths.iter_mut().zip(r) {
