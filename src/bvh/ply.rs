@@ -425,8 +425,9 @@ impl Body<'_> {
         Ok(value)
     }
 
-    /// Reads one item of `element`: calls `scalar(property index, value)` for each scalar
-    /// property and `list(property index, values)` for each list.
+    /// Reads one item of `element`: each scalar property's value into `values` (by
+    /// property index), and the items of list property `list_index` into `list` (other
+    /// lists are read past).
     fn item(
         &mut self,
         element: &Element,
