@@ -1,4 +1,6 @@
-//! Triangle meshes: in-memory triangle lists and OBJ files (plain or gzip-compressed).
+//! Triangle meshes: in-memory triangle lists, and mesh files: OBJ (plain or
+//! gzip-compressed), PLY ([`super::ply`]) and glTF 2.0 ([`super::gltf_mesh`], flattened to
+//! world space). [`Mesh::load`] picks the reader by the file's extension.
 //!
 //! The primitive id of a triangle is its index in [`Mesh::indices`]. For an OBJ file that is
 //! the file order: faces in the order they appear, each polygon fan-triangulated in its vertex
@@ -28,6 +30,34 @@ impl Mesh {
             .map(|i| [3 * i, 3 * i + 1, 3 * i + 2])
             .collect();
         Mesh { positions, indices }
+    }
+
+    /// Loads a mesh file by its extension: `.ply` (PLY), `.gltf` or `.glb` (glTF 2.0, every
+    /// mesh node's triangles in world space, in node order), anything else OBJ (`.obj`,
+    /// `.obj.gz`). A file without any triangle is an error naming it.
+    pub fn load(path: &Path) -> Result<Mesh> {
+        Ok(Self::load_with_warnings(path)?.0)
+    }
+
+    /// [`Mesh::load`], also returning what was skipped (glTF primitives that are not
+    /// triangles, cameras that are not perspective), for the CLI to print.
+    pub fn load_with_warnings(path: &Path) -> Result<(Mesh, Vec<String>)> {
+        let mut warnings = Vec::new();
+        let mesh = match MeshFormat::of(path) {
+            MeshFormat::Obj => return Ok((Self::load_obj(path)?, warnings)),
+            MeshFormat::Ply => {
+                let ply = super::ply::load_ply(path)?;
+                Mesh {
+                    positions: ply.positions,
+                    indices: ply.indices,
+                }
+            }
+            MeshFormat::Gltf => super::gltf_mesh::GltfFile::load(path)?.flatten(&mut warnings)?,
+        };
+        if mesh.is_empty() {
+            return Err(no_triangles(path));
+        }
+        Ok((mesh, warnings))
     }
 
     /// Loads an OBJ file (`.obj`, or gzip-compressed `.obj.gz`), triangulated.
@@ -127,6 +157,37 @@ impl Mesh {
         }
         Ok(())
     }
+}
+
+/// The mesh file formats, told apart by extension.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MeshFormat {
+    /// Wavefront OBJ, plain or gzip-compressed (any extension but the ones below).
+    Obj,
+    /// `.ply`
+    Ply,
+    /// `.gltf` or `.glb`
+    Gltf,
+}
+
+impl MeshFormat {
+    /// The format of `path` by its extension (case-insensitive).
+    pub fn of(path: &Path) -> MeshFormat {
+        let ext = path
+            .extension()
+            .and_then(|e| e.to_str())
+            .map(str::to_ascii_lowercase);
+        match ext.as_deref() {
+            Some("ply") => MeshFormat::Ply,
+            Some("gltf" | "glb") => MeshFormat::Gltf,
+            _ => MeshFormat::Obj,
+        }
+    }
+}
+
+/// The error of a mesh file with no triangle (one rule for every format).
+pub fn no_triangles(path: &Path) -> Error {
+    Error::parse(path, 0, "no faces: a mesh needs at least one triangle")
 }
 
 /// What [`check_obj_text`] counted in a well-formed OBJ file.

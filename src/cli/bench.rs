@@ -29,8 +29,8 @@ use wavetrace::{Error, Result};
 
 #[derive(clap::Args)]
 pub struct BenchArgs {
-    /// Mesh (.obj or .obj.gz), or scene file (.toml: a two-level image with the scene's
-    /// alpha test as the any-hit shader).
+    /// Mesh (.obj, .obj.gz, .ply, .gltf or .glb; glTF flattened to world space), or scene
+    /// file (.toml: a two-level image with the scene's alpha test as the any-hit shader).
     #[arg(value_name = "MESH_OR_SCENE")]
     pub mesh: PathBuf,
     /// Ray files (8 x f32 per ray), traced in turn.

@@ -6,7 +6,7 @@ use clap::ValueEnum;
 use std::path::PathBuf;
 use std::time::Instant;
 use wavetrace::bvh::two_level::{validate_two_level, BlasKind, TwoLevelOptions};
-use wavetrace::bvh::{self, BoxFormat, BuildOptions, Mesh, NodeOrder};
+use wavetrace::bvh::{self, BoxFormat, BuildOptions, NodeOrder};
 use wavetrace::hw::TriangleReturnMode;
 use wavetrace::outfile::OutputSet;
 use wavetrace::Result;
@@ -102,8 +102,9 @@ impl BuildArgs {
 
 #[derive(clap::Args)]
 pub struct BvhArgs {
-    /// Mesh to build (.obj or .obj.gz), or scene file (.toml: a two-level image, TLAS over
-    /// instances of BLASes, each level reported).
+    /// Mesh to build (.obj, .obj.gz, .ply, .gltf or .glb; glTF flattened to world space),
+    /// or scene file (.toml: a two-level image, TLAS over instances of BLASes, each level
+    /// reported).
     #[arg(value_name = "MESH_OR_SCENE")]
     pub mesh: PathBuf,
     #[command(flatten)]
@@ -148,7 +149,7 @@ pub fn run(args: BvhArgs) -> Result<i32> {
     let json_id = args.json.register(&mut outputs)?;
 
     let start = Instant::now();
-    let mesh = Mesh::load_obj(&args.mesh)?;
+    let mesh = super::input::load_mesh(&args.mesh)?;
     let load_seconds = start.elapsed().as_secs_f64();
     let cpu_before = process_cpu_seconds();
     super::interrupt::check(&outputs)?;

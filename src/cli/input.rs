@@ -1,4 +1,5 @@
-//! What `trace`, `bench` and `profile` read: a bare mesh (.obj, .obj.gz) or a scene file
+//! What `trace`, `bench` and `profile` read: a bare mesh (.obj, .obj.gz, .ply, .gltf, .glb;
+//! a glTF file flattened to world space) or a scene file
 //! (.toml, traced as a two-level image), and the DXR ray flags and instance mask they
 //! trace with.
 
@@ -133,9 +134,18 @@ pub fn is_scene(path: &Path) -> bool {
 /// Loads a mesh or a scene file; a scene's warnings go to stderr.
 pub fn load(path: &Path) -> Result<Input> {
     if !is_scene(path) {
-        return Ok(Input::Mesh(Mesh::load_obj(path)?));
+        return Ok(Input::Mesh(load_mesh(path)?));
     }
     Ok(Input::Scene(Box::new(load_scene(path)?)))
+}
+
+/// Loads a bare mesh of any format ([`Mesh::load`]); what it skipped goes to stderr.
+pub fn load_mesh(path: &Path) -> Result<Mesh> {
+    let (mesh, warnings) = Mesh::load_with_warnings(path)?;
+    for w in &warnings {
+        eprintln!("warning: {w}");
+    }
+    Ok(mesh)
 }
 
 /// Loads a scene file (warnings to stderr) and its two-level input.

@@ -22,7 +22,8 @@ use wavetrace::{Error, Result};
 
 #[derive(clap::Args)]
 pub struct ProfileArgs {
-    /// Scene file (.toml, camera from the scene) or mesh (.obj or .obj.gz) to profile.
+    /// Scene file (.toml, camera from the scene) or mesh (.obj, .obj.gz, .ply, .gltf or
+    /// .glb) to profile.
     pub input: PathBuf,
     /// Ray set: primary, diffuse, shadow, ao, or a ray file (8 x f32 per ray).
     #[arg(long, default_value = "primary")]
@@ -86,7 +87,7 @@ pub(super) fn camera_rays(
         // A flat scene's one identity instance flattens to its own triangles.
         (flatten(&scene.input).0, Some(scene))
     } else {
-        (Mesh::load_obj(input)?, None)
+        (super::input::load_mesh(input)?, None)
     };
     if mesh.is_empty() {
         return Err(Error::Other(format!("{}: no triangles", input.display())));

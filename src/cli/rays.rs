@@ -9,7 +9,7 @@ use wavetrace::{Error, Result};
 
 #[derive(clap::Args)]
 pub struct RaysArgs {
-    /// Scene file (.toml, camera from the scene) or mesh (.obj or .obj.gz).
+    /// Scene file (.toml, camera from the scene) or mesh (.obj, .obj.gz, .ply, .gltf or .glb).
     pub input: PathBuf,
     /// Ray set: primary (alias camera): one ray per pixel; diffuse: a cosine bounce from
     /// each camera hit; shadow: from each camera hit to a point light above the scene; ao:

@@ -16,7 +16,8 @@ use wavetrace::{Error, Result};
 
 #[derive(clap::Args)]
 pub struct RenderArgs {
-    /// Scene file (TOML).
+    /// Scene file (TOML), or a glTF file (.gltf, .glb) rendered as a scene: its camera,
+    /// materials and instances, on a film 512 pixels high (see --size).
     pub scene: PathBuf,
     /// Output image: .png (sRGB, 8 bit) or .exr (linear, f32).
     #[arg(short = 'o', long)]

@@ -65,8 +65,9 @@ impl ScheduleArg {
 
 #[derive(clap::Args)]
 pub struct TraceArgs {
-    /// Mesh (.obj or .obj.gz), or scene file (.toml: traced as a two-level image, TLAS
-    /// over instances of BLASes, with the scene's alpha test as the any-hit shader).
+    /// Mesh (.obj, .obj.gz, .ply, .gltf or .glb; glTF flattened to world space), or scene
+    /// file (.toml: traced as a two-level image, TLAS over instances of BLASes, with the
+    /// scene's alpha test as the any-hit shader).
     #[arg(value_name = "MESH_OR_SCENE")]
     pub mesh: PathBuf,
     /// Ray file: little-endian, 8 x f32 per ray (origin xyz, dir xyz, tmin, tmax).

@@ -58,6 +58,26 @@ impl Camera {
         })
     }
 
+    /// A camera framing the box `lo`..`hi` for a `width` x `height` film, as the bare-mesh
+    /// commands frame a mesh: a 40 degree vertical field of view, looking at the box's
+    /// centre from the direction (0.45, 0.35, 1) at the distance where the box's bounding
+    /// sphere fills the field of view, +Y up.
+    pub fn framing(lo: Vec3, hi: Vec3, width: u32, height: u32) -> Result<Camera> {
+        let center = (lo + hi) * 0.5;
+        let radius = ((hi - lo).length() * 0.5).max(1e-6);
+        let vfov_deg = 40.0f32;
+        let distance = radius / (vfov_deg.to_radians() * 0.5).sin();
+        let dir = Vec3::new(0.45, 0.35, 1.0).normalize();
+        Camera::new(
+            center + dir * distance,
+            center,
+            Vec3::Y,
+            vfov_deg,
+            width,
+            height,
+        )
+    }
+
     /// The same camera (position, frame, vertical field of view) for a `width` x `height`
     /// film: a film of another aspect shows more or less to the sides.
     pub fn resized(&self, width: u32, height: u32) -> Result<Camera> {

@@ -1,6 +1,7 @@
 //! The TOML scene file.
 
-use super::obj::{load_mtl_into, load_obj, MeshPlacement};
+use super::mesh_file::load_mesh_file;
+use super::obj::{load_mtl_into, MeshPlacement};
 use super::{
     BlasShape, Camera, EnvMap, Environment, FilmSize, Geometry, Material, Scene, SceneBlas,
     SceneInstance, SceneSphere,
@@ -419,10 +420,10 @@ impl Source<'_> {
             return Err(self.at(
                 m.obj.span(),
                 &format!("{field}.obj"),
-                format!("{:?} is this scene file, not an OBJ mesh", m.obj.get_ref()),
+                format!("{:?} is this scene file, not a mesh", m.obj.get_ref()),
             ));
         }
-        load_obj(scene, &obj, &placement, textures).map_err(|e| match e {
+        load_mesh_file(scene, &obj, &placement, textures).map_err(|e| match e {
             Error::InvalidField { message, .. } => {
                 let span = m
                     .material

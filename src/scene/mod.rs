@@ -73,13 +73,16 @@
 
 mod camera;
 mod file;
+mod gltf_scene;
 mod instance;
 mod light;
 mod material;
+mod mesh_file;
 mod obj;
 mod texture;
 
 pub use camera::Camera;
+pub use gltf_scene::FILM_HEIGHT as GLTF_FILM_HEIGHT;
 pub use instance::{BlasShape, SceneBlas, SceneInstance, SceneSphere};
 pub use light::{luminance, EnvMap, Environment, LightSample, Lights, TriangleLight};
 pub use material::{Material, MaterialKind};
@@ -214,9 +217,24 @@ impl Scene {
         Ok(self)
     }
 
-    /// Loads a scene file and everything it references.
+    /// Loads a scene file and everything it references; a glTF file (`.gltf`, `.glb`) is
+    /// loaded as a scene of its own (its camera, materials and instances; see
+    /// [`Scene::load_gltf`]).
     pub fn load(path: impl AsRef<Path>) -> Result<Scene> {
-        file::load(path.as_ref())
+        let path = path.as_ref();
+        match crate::bvh::mesh::MeshFormat::of(path) {
+            crate::bvh::mesh::MeshFormat::Gltf => Self::load_gltf(path),
+            _ => file::load(path),
+        }
+    }
+
+    /// Loads a glTF 2.0 file as a two-level scene: one BLAS per glTF mesh that a node
+    /// places, one instance per such node (its world matrix), the materials mapped as the
+    /// table in `docs/scene-format.md` says, the first perspective camera (else a camera
+    /// framing the scene) and a film [`GLTF_FILM_HEIGHT`] pixels high, as wide as the
+    /// camera's aspect ratio asks (square without one).
+    pub fn load_gltf(path: impl AsRef<Path>) -> Result<Scene> {
+        gltf_scene::load(path.as_ref())
     }
 
     /// Parses scene-file text; `path` names the file in errors and relative paths are taken

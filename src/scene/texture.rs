@@ -36,7 +36,13 @@ impl Texture {
     /// Loads a PNG (or any format the `image` crate reads here); errors name the path.
     pub fn load(path: &Path) -> Result<Texture> {
         let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
-        let decoded = image::load_from_memory(&bytes)
+        Texture::decode(path, &bytes)
+    }
+
+    /// Decodes an encoded image (PNG, as [`Texture::load`] reads); `path` names it in
+    /// errors and messages (for an image inside a glTF file, the file and the image).
+    pub fn decode(path: &Path, bytes: &[u8]) -> Result<Texture> {
+        let decoded = image::load_from_memory(bytes)
             .map_err(|e| Error::parse(path, 0, format!("cannot decode texture: {e}")))?;
         let has_alpha_channel = decoded.color().has_alpha();
         let img = decoded.to_rgba8();
