@@ -3,6 +3,9 @@
 //! materials, camera), inside a scene file, and through the CLI. Every expected value is
 //! computed here, in f64, from the numbers written into the file.
 
+// Matrices are compared element by element, row and column named: index loops read best.
+#![allow(clippy::needless_range_loop)]
+
 use glam::{Vec2, Vec3};
 use serde_json::json;
 use std::path::{Path, PathBuf};
@@ -141,7 +144,7 @@ fn f32_bytes(v: &[f32]) -> Vec<u8> {
 }
 
 fn pad4(b: &mut Vec<u8>, fill: u8) {
-    while b.len() % 4 != 0 {
+    while !b.len().is_multiple_of(4) {
         b.push(fill);
     }
 }

@@ -487,7 +487,7 @@ fn triangles(mode: Mode, corners: &[u32]) -> std::result::Result<Vec<[u32; 3]>, 
     let n = corners.len();
     Ok(match mode {
         Mode::Triangles => {
-            if n % 3 != 0 {
+            if !n.is_multiple_of(3) {
                 return Err(format!("{n} indices: not a multiple of 3"));
             }
             corners

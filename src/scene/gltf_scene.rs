@@ -33,6 +33,7 @@ use crate::bvh::mesh::no_triangles;
 use crate::scene::material::MIN_ALPHA;
 use crate::{Error, Result};
 use glam::{DVec3, Vec3};
+use std::collections::hash_map::Entry;
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
@@ -276,10 +277,9 @@ pub(crate) fn flat_geometry(
     let mut meshes: HashMap<usize, Geometry> = HashMap::new();
     let mut out = Geometry::default();
     for node in file.mesh_nodes()? {
-        if !meshes.contains_key(&node.mesh) {
+        if let Entry::Vacant(slot) = meshes.entry(node.mesh) {
             let primitives = file.primitives(node.mesh, &mut warnings)?;
-            let g = mesh_geometry(scene, &primitives, &mut materials, textures)?;
-            meshes.insert(node.mesh, g);
+            slot.insert(mesh_geometry(scene, &primitives, &mut materials, textures)?);
         }
         if let Some(g) = meshes.get(&node.mesh) {
             out.append(place(g.clone(), &node.world, path)?);
@@ -319,7 +319,7 @@ pub(crate) fn load(path: &Path) -> Result<Scene> {
     let mut blas_of: HashMap<usize, Option<u32>> = HashMap::new();
     let (mut lo, mut hi) = (DVec3::INFINITY, DVec3::NEG_INFINITY);
     for node in file.mesh_nodes()? {
-        if !blas_of.contains_key(&node.mesh) {
+        if let Entry::Vacant(slot) = blas_of.entry(node.mesh) {
             let primitives = file.primitives(node.mesh, &mut warnings)?;
             let g = mesh_geometry(&mut scene, &primitives, &mut materials, &mut textures)?;
             let blas = if g.triangle_count() == 0 {
@@ -347,7 +347,7 @@ pub(crate) fn load(path: &Path) -> Result<Scene> {
                 });
                 Some((scene.blases.len() - 1) as u32)
             };
-            blas_of.insert(node.mesh, blas);
+            slot.insert(blas);
         }
         let Some(Some(blas)) = blas_of.get(&node.mesh).copied() else {
             continue;
