@@ -48,7 +48,7 @@ ok "chromium: $("$chromium" --version 2>/dev/null || echo unknown)"
 bin=${WAVETRACE:-}
 if [ -z "$bin" ]; then
     (cd "$root" && cargo build --release --quiet --bin wavetrace) || fail "cargo build --release"
-    bin=$root/target/release/wavetrace
+    bin=${CARGO_TARGET_DIR:-$root/target}/release/wavetrace
 fi
 [ -x "$bin" ] || fail "$bin is not an executable"
 mkdir -p "$out" || fail "cannot create $out"

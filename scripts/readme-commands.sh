@@ -9,7 +9,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 cargo build --release --quiet
-export PATH="$root/target/release:$PATH"
+export PATH="${CARGO_TARGET_DIR:-$root/target}/release:$PATH"
 
 mapfile -t commands < <(awk '
     /^## Concepts/ { started = 1 }

@@ -4,7 +4,7 @@
 # Run from the repository root after `cargo build --release` (CI does).
 set -uo pipefail
 cd "${REPO:-$(dirname "$0")/..}"
-BIN=${WAVETRACE:-$PWD/target/release/wavetrace}
+BIN=${WAVETRACE:-${CARGO_TARGET_DIR:-$PWD/target}/release/wavetrace}
 SCENES=../shared/data/scenes
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
