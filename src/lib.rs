@@ -19,6 +19,7 @@
 pub mod bvh;
 pub mod counters;
 pub mod error;
+pub mod fuzzing;
 pub mod host;
 pub mod hw;
 pub mod math;
@@ -30,6 +31,7 @@ pub mod report;
 pub mod scene;
 pub mod tiling;
 pub mod traverse;
+pub mod vectors;
 pub mod wave;
 
 pub use error::{Error, Result};

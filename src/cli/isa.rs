@@ -14,10 +14,8 @@ use std::io::{self, BufRead, BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
-use wavetrace::hw::{
-    image_bvh64_intersect_ray, BvhDescriptor, MappedMemory, NodePointer64, NodeType, RayRegisters,
-};
 use wavetrace::outfile::write_atomic;
+use wavetrace::vectors::{parse_line, Vector};
 use wavetrace::{Error, Result};
 
 #[derive(clap::Args)]
@@ -31,15 +29,6 @@ pub struct IsaArgs {
     /// Write the vectors with "got" to this file (default: standard output, unless --check).
     #[arg(short = 'o', long)]
     pub out: Option<PathBuf>,
-}
-
-/// One parsed vector.
-struct Vector {
-    descriptor: BvhDescriptor,
-    node_pointer: u64,
-    node: Vec<u8>,
-    ray: RayRegisters,
-    expect: Option<[u32; 4]>,
 }
 
 /// A well-formed line of the input: its number, text, object and vector.
@@ -171,18 +160,7 @@ fn run_vectors(
     let mut tally = Tally::default();
     for line in lines {
         let vector = &line.vector;
-        let memory = MappedMemory {
-            va: NodePointer64::from_u64(vector.node_pointer)
-                .fetch_address(vector.descriptor.base_address_256),
-            bytes: &vector.node,
-        };
-        let got = image_bvh64_intersect_ray(
-            &memory,
-            &vector.descriptor,
-            vector.node_pointer,
-            &vector.ray,
-        )
-        .dwords;
+        let got = vector.run();
         match vector.expect {
             None => tally.unchecked += 1,
             Some(expect) if expect == got => tally.passed += 1,
@@ -233,137 +211,4 @@ fn with_got(line: &str, mut object: serde_json::Map<String, Value>, got: &[u32; 
     let got_value = got.iter().map(|w| Value::String(format!("{w:08x}")));
     object.insert("got".into(), Value::Array(got_value.collect()));
     Value::Object(object).to_string()
-}
-
-/// Parses one line; the error names the field that is wrong.
-fn parse_line(line: &str) -> std::result::Result<(serde_json::Map<String, Value>, Vector), String> {
-    let value: Value = serde_json::from_str(line).map_err(|e| format!("bad JSON: {e}"))?;
-    let Value::Object(object) = value else {
-        return Err("not a JSON object".into());
-    };
-    let vector = parse_vector(&object)?;
-    Ok((object, vector))
-}
-
-fn parse_vector(o: &serde_json::Map<String, Value>) -> std::result::Result<Vector, String> {
-    let desc_hex = string_field(o, "desc")?;
-    if desc_hex.len() != 32 {
-        return Err(format!(
-            "field \"desc\": {} hex digits, need 32",
-            desc_hex.len()
-        ));
-    }
-    let mut dwords = [0u32; 4];
-    for (i, d) in dwords.iter_mut().enumerate() {
-        *d = hex_u32(&desc_hex[8 * i..8 * i + 8]).map_err(|e| format!("field \"desc\": {e}"))?;
-    }
-    let descriptor =
-        BvhDescriptor::from_dwords(dwords).map_err(|e| format!("field \"desc\": {e}"))?;
-
-    let ptr_hex = string_field(o, "node_ptr")?;
-    let node_pointer = match ptr_hex.len() {
-        8 => hex_u32(ptr_hex).map(u64::from),
-        16 => u64::from_str_radix(ptr_hex, 16).map_err(|_| format!("{ptr_hex:?} is not hex")),
-        n => Err(format!(
-            "{n} hex digits, need 8 (or 16 for a 64-bit pointer)"
-        )),
-    }
-    .map_err(|e| format!("field \"node_ptr\": {e}"))?;
-
-    let node_hex = string_field(o, "node")?;
-    let node = hex_bytes(node_hex).map_err(|e| format!("field \"node\": {e}"))?;
-    let ty = NodePointer64::from_u64(node_pointer).node_type();
-    let need = ty.fetch_bytes();
-    let size_ok = match ty {
-        NodeType::User6 | NodeType::User7 => node.len() == 64 || node.len() == 128,
-        _ => node.len() == need,
-    };
-    if !size_ok {
-        return Err(format!(
-            "field \"node\": {} bytes, a {} node has {need}",
-            node.len(),
-            ty.name()
-        ));
-    }
-
-    let ray = RayRegisters {
-        extent: f32::from_bits(
-            hex_u32(string_field(o, "extent")?).map_err(|e| format!("field \"extent\": {e}"))?,
-        ),
-        origin: hex_array::<3>(o, "origin")?.map(f32::from_bits),
-        dir: hex_array::<3>(o, "dir")?.map(f32::from_bits),
-        inv_dir: hex_array::<3>(o, "inv_dir")?.map(f32::from_bits),
-    };
-    let expect = match o.get("expect") {
-        None | Some(Value::Null) => None,
-        Some(_) => Some(hex_array::<4>(o, "expect")?),
-    };
-    Ok(Vector {
-        descriptor,
-        node_pointer,
-        node,
-        ray,
-        expect,
-    })
-}
-
-fn string_field<'a>(
-    o: &'a serde_json::Map<String, Value>,
-    field: &str,
-) -> std::result::Result<&'a str, String> {
-    match o.get(field) {
-        None => Err(format!("field \"{field}\" is missing")),
-        Some(Value::String(s)) => Ok(s),
-        Some(_) => Err(format!("field \"{field}\" must be a hex string")),
-    }
-}
-
-fn hex_array<const N: usize>(
-    o: &serde_json::Map<String, Value>,
-    field: &str,
-) -> std::result::Result<[u32; N], String> {
-    let items = match o.get(field) {
-        None => return Err(format!("field \"{field}\" is missing")),
-        Some(Value::Array(items)) if items.len() == N => items,
-        Some(_) => {
-            return Err(format!(
-                "field \"{field}\" must be an array of {N} hex strings"
-            ))
-        }
-    };
-    let mut out = [0u32; N];
-    for (i, (slot, item)) in out.iter_mut().zip(items).enumerate() {
-        let s = item
-            .as_str()
-            .ok_or_else(|| format!("field \"{field}\"[{i}] must be a hex string"))?;
-        *slot = hex_u32(s).map_err(|e| format!("field \"{field}\"[{i}]: {e}"))?;
-    }
-    Ok(out)
-}
-
-/// Exactly 8 hex digits.
-fn hex_u32(s: &str) -> std::result::Result<u32, String> {
-    if s.len() != 8 {
-        return Err(format!("{s:?} has {} hex digits, need 8", s.len()));
-    }
-    if !s.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return Err(format!("{s:?} is not hex"));
-    }
-    u32::from_str_radix(s, 16).map_err(|_| format!("{s:?} is not hex"))
-}
-
-fn hex_bytes(s: &str) -> std::result::Result<Vec<u8>, String> {
-    if !s.len().is_multiple_of(2) {
-        return Err(format!("odd number of hex digits ({})", s.len()));
-    }
-    s.as_bytes()
-        .chunks(2)
-        .map(|pair| {
-            let digit = |b: u8| (b as char).to_digit(16);
-            match (digit(pair[0]), digit(pair[1])) {
-                (Some(h), Some(l)) => Ok((h * 16 + l) as u8),
-                _ => Err("not hex".to_string()),
-            }
-        })
-        .collect()
 }

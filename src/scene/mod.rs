@@ -79,6 +79,11 @@ mod light;
 mod material;
 mod mesh_file;
 mod obj;
+
+/// Whether the bytes of an MTL file parse (for [`crate::fuzzing`]).
+pub(crate) fn fuzz_mtl(path: &Path, data: &[u8]) -> bool {
+    obj::parse_mtl(path, data).is_ok()
+}
 mod texture;
 
 pub use camera::Camera;

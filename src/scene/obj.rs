@@ -86,6 +86,17 @@ fn load_mtl_with_names(path: &Path) -> Result<MtlWithNames> {
         .map_err(|e| Error::parse(path, 0, format!("cannot parse MTL: {e}")))
 }
 
+/// Parses the bytes of an MTL file named `path` (in memory): its materials, or the error
+/// naming the line. The checks and the parser [`load_mtl_into`] uses.
+pub(crate) fn parse_mtl(path: &Path, text: &[u8]) -> Result<usize> {
+    if let Some((line, message)) = locate_mtl_error(text) {
+        return Err(Error::parse(path, line, message));
+    }
+    let (materials, _) = tobj::load_mtl_buf(&mut &text[..])
+        .map_err(|e| Error::parse(path, 0, format!("cannot parse MTL: {e}")))?;
+    Ok(materials.len())
+}
+
 /// Finds the first line of an MTL file that tobj would reject (or panic on), or whose
 /// number the renderer cannot use: its 1-based number and a message. Numbers must be
 /// finite: a NaN or infinite colour would turn every pixel that sees it into NaN.
