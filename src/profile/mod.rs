@@ -39,7 +39,9 @@ pub use sets::{
     make_rays, mesh_bounds, reference_hits, reference_image, scene_mesh, scene_primary_rays,
     RayKind,
 };
-pub use table::{row, shared_scale, to_compact_table, to_csv, to_table, COLUMNS, SHORT_COLUMNS};
+pub use table::{
+    ranking_summary, row, shared_scale, to_compact_table, to_csv, to_table, COLUMNS, SHORT_COLUMNS,
+};
 pub use variants::{
     all_variants, select_scene_variants, select_variants, tlas_variants, TlasMode, Variant,
 };

@@ -108,6 +108,25 @@ pub fn to_csv(report: &ProfileReport) -> String {
     s
 }
 
+/// What was ranked and how: "65536 primary rays (closest hit), ranked by modelled rays/s
+/// on Series X with the memory model (Series X)".
+pub fn ranking_summary(report: &ProfileReport) -> String {
+    format!(
+        "{} {} rays ({}), ranked by modelled rays/s on {}{}",
+        report.rays,
+        report.ray_kind,
+        match report.query {
+            QueryKind::ClosestHit => "closest hit",
+            QueryKind::AnyHit => "any hit",
+        },
+        report.console,
+        match report.variants.iter().find_map(|v| v.memory.as_ref()) {
+            Some(m) => format!(" with the memory model ({})", m.machine),
+            None => " (TD only)".to_string(),
+        }
+    )
+}
+
 /// The report as an aligned text table for the terminal.
 pub fn to_table(report: &ProfileReport) -> String {
     table_of(report, &ALL_COLUMNS)
@@ -154,21 +173,7 @@ fn table_of(report: &ProfileReport, keep: &[usize]) -> String {
         }
         s.trim_end().to_string() + "\n"
     };
-    let mut out = format!(
-        "{}: {} {} rays ({}), ranked by modelled rays/s on {}{}\n",
-        report.input,
-        report.rays,
-        report.ray_kind,
-        match report.query {
-            QueryKind::ClosestHit => "closest hit",
-            QueryKind::AnyHit => "any hit",
-        },
-        report.console,
-        match report.variants.iter().find_map(|v| v.memory.as_ref()) {
-            Some(m) => format!(" with the memory model ({})", m.machine),
-            None => " (TD only)".to_string(),
-        }
-    );
+    let mut out = format!("{}: {}\n", report.input, ranking_summary(report));
     out.push_str(&line(&short));
     for r in &rows {
         out.push_str(&line(r));

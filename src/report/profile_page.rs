@@ -6,7 +6,7 @@ use super::html::{data_uri, escape, key_values, Cell, Page, Table};
 use super::Parameters;
 use crate::hw::peak::ConsoleConfig;
 use crate::profile::heatmap::{colormap, heatmap_only, label};
-use crate::profile::{self, ProfileReport, QueryKind, VariantResult, COLUMNS, SHORT_COLUMNS};
+use crate::profile::{self, ProfileReport, VariantResult, COLUMNS, SHORT_COLUMNS};
 use crate::{Error, Result};
 use std::fmt::Write;
 
@@ -43,20 +43,7 @@ pub fn profile_html(
 ) -> Result<String> {
     let memory = report.variants.iter().find_map(|v| v.memory.as_ref());
     let mut page = Page::new(&format!("wavetrace profile: {}", report.input));
-    page.paragraph(&format!(
-        "{} {} rays ({}), ranked by modelled rays/s on {}{}.",
-        report.rays,
-        report.ray_kind,
-        match report.query {
-            QueryKind::ClosestHit => "closest hit",
-            QueryKind::AnyHit => "any hit",
-        },
-        report.console,
-        match memory {
-            Some(m) => format!(" with the memory model ({})", m.machine),
-            None => " (TD only)".to_string(),
-        }
-    ));
+    page.paragraph(&format!("{}.", profile::ranking_summary(report)));
     let wrong: Vec<&str> = (report.variants.iter())
         .filter(|v| v.rank.is_none())
         .map(|v| v.name.as_str())
