@@ -97,8 +97,8 @@ fn writes_table_csv_json_and_heatmaps() {
         "wave64",
     ] {
         let img = image::open(heat.join(format!("{name}.png"))).unwrap();
-        // The map plus the legend strip.
-        assert_eq!((img.width(), img.height()), (40, 30 + 24), "{name}");
+        // The map plus the legend strip (colour bar, scale labels, the variant's name).
+        assert_eq!((img.width(), img.height()), (40, 30 + 38), "{name}");
     }
 }
 

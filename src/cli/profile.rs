@@ -413,7 +413,7 @@ fn write_maps(
 ) -> Result<u32> {
     let scale = profile::shared_scale(variants.iter().map(|v| &values(v)[..]));
     for v in variants {
-        let img = heatmap::heatmap_image(values(v), width, height, scale);
+        let img = heatmap::heatmap_image(values(v), width, height, scale, &v.name);
         let mut bytes = Vec::new();
         img.write_to(
             &mut std::io::Cursor::new(&mut bytes),

@@ -4,7 +4,7 @@
 use image::{Rgb, RgbImage};
 
 /// Height in pixels of the legend strip under the map.
-const LEGEND_HEIGHT: u32 = 24;
+const LEGEND_HEIGHT: u32 = 38;
 
 /// Maps `t` in [0, 1] to a colour: black, blue, magenta, orange, yellow, white.
 pub fn colormap(t: f32) -> [u8; 3] {
@@ -28,7 +28,8 @@ pub fn colormap(t: f32) -> [u8; 3] {
     [c(0), c(1), c(2)]
 }
 
-/// Glyphs 0-9, '.', 'k', 'M' and ' ' as 3 x 5 bitmaps (bit 2 = left column), rows top first.
+/// Glyphs 0-9, A-Z, '.', 'k', '-', '_' and ' ' as 3 x 5 bitmaps (bit 2 = left column), rows
+/// top first.
 fn glyph(ch: char) -> [u8; 5] {
     match ch {
         '0' => [7, 5, 5, 5, 7],
@@ -44,6 +45,33 @@ fn glyph(ch: char) -> [u8; 5] {
         '.' => [0, 0, 0, 0, 2],
         'k' => [4, 5, 6, 5, 5],
         'M' => [5, 7, 7, 5, 5],
+        'A' => [2, 5, 7, 5, 5],
+        'B' => [6, 5, 6, 5, 6],
+        'C' => [3, 4, 4, 4, 3],
+        'D' => [6, 5, 5, 5, 6],
+        'E' => [7, 4, 6, 4, 7],
+        'F' => [7, 4, 6, 4, 4],
+        'G' => [3, 4, 5, 5, 3],
+        'H' => [5, 5, 7, 5, 5],
+        'I' => [7, 2, 2, 2, 7],
+        'J' => [1, 1, 1, 5, 2],
+        'K' => [5, 5, 6, 5, 5],
+        'L' => [4, 4, 4, 4, 7],
+        'N' => [6, 5, 5, 5, 5],
+        'O' => [2, 5, 5, 5, 2],
+        'P' => [6, 5, 6, 4, 4],
+        'Q' => [2, 5, 5, 6, 3],
+        'R' => [6, 5, 6, 5, 5],
+        'S' => [3, 4, 2, 1, 6],
+        'T' => [7, 2, 2, 2, 2],
+        'U' => [5, 5, 5, 5, 7],
+        'V' => [5, 5, 5, 5, 2],
+        'W' => [5, 5, 7, 7, 5],
+        'X' => [5, 5, 2, 5, 5],
+        'Y' => [5, 5, 2, 2, 2],
+        'Z' => [7, 1, 2, 4, 7],
+        '-' => [0, 0, 7, 0, 0],
+        '_' => [0, 0, 0, 0, 7],
         _ => [0; 5],
     }
 }
@@ -107,9 +135,15 @@ pub fn heatmap_only(values: &[u32], width: u32, height: u32, scale_max: u32) -> 
 }
 
 /// A heatmap of `values` (row-major, `width` x `height`) scaled so that `scale_max` is white,
-/// with a legend strip below: the colour bar from 0 to `scale_max` and labels at 0, half and
-/// the maximum.
-pub fn heatmap_image(values: &[u32], width: u32, height: u32, scale_max: u32) -> RgbImage {
+/// with a legend strip below: the colour bar from 0 to `scale_max`, labels at 0, half and
+/// the maximum, and `title` (the variant's name; letters, digits, `-` and `_`) under them.
+pub fn heatmap_image(
+    values: &[u32],
+    width: u32,
+    height: u32,
+    scale_max: u32,
+    title: &str,
+) -> RgbImage {
     assert_eq!(
         values.len(),
         width as usize * height as usize,
@@ -133,6 +167,14 @@ pub fn heatmap_image(values: &[u32], width: u32, height: u32, scale_max: u32) ->
     let max = label(scale_max as f64);
     let max_x = width.saturating_sub(max.len() as u32 * 8 + 1);
     draw_text(&mut img, &max, max_x, text_y, 2, white);
+    draw_text(
+        &mut img,
+        &title.to_ascii_uppercase(),
+        1,
+        height + 27,
+        2,
+        [200, 200, 200],
+    );
     img
 }
 
@@ -154,7 +196,7 @@ mod tests {
     #[test]
     fn heatmap_has_legend_and_shared_scale() {
         let values = [0, 50, 100, 200];
-        let img = heatmap_image(&values, 2, 2, 100);
+        let img = heatmap_image(&values, 2, 2, 100, "");
         assert_eq!(img.dimensions(), (2, 2 + LEGEND_HEIGHT));
         assert_eq!(img.get_pixel(0, 0).0, [0, 0, 0]);
         assert_eq!(img.get_pixel(0, 1).0, [255, 255, 255]);
@@ -163,5 +205,26 @@ mod tests {
         assert_eq!(label(1234.0), "1.2k");
         assert_eq!(label(56_000.0), "56k");
         assert_eq!(label(999.0), "999");
+    }
+
+    #[test]
+    fn heatmap_carries_its_title_below_the_legend() {
+        let values = vec![0; 64 * 4];
+        let strip = |img: &RgbImage| -> usize {
+            (4 + 26..img.height())
+                .flat_map(|y| (0..img.width()).map(move |x| (x, y)))
+                .filter(|&(x, y)| img.get_pixel(x, y).0 != [0, 0, 0])
+                .count()
+        };
+        let untitled = heatmap_image(&values, 64, 4, 10, "");
+        let titled = heatmap_image(&values, 64, 4, 10, "walkback-8");
+        assert_eq!(strip(&untitled), 0);
+        // Every character of the name has lit pixels: 10 characters of at least 2 font
+        // pixels, each 2 x 2 image pixels.
+        assert!(strip(&titled) >= 10 * 2 * 4, "{}", strip(&titled));
+        // Each letter, digit and '-' has a glyph (a blank one is only for other characters).
+        for ch in ('A'..='Z').chain('0'..='9').chain(['-', '_']) {
+            assert_ne!(glyph(ch), [0; 5], "{ch}");
+        }
     }
 }
