@@ -170,13 +170,16 @@ fn every_target_has_a_fuzz_target_file_and_a_corpus() {
     }
 }
 
+/// The command line of a CLI case, given its input file.
+type CliArgs = fn(&Path) -> Vec<String>;
+
 /// The CLI on seeds and mutations of the inputs it reads directly: exit 0 or 1 on what the
 /// library accepts, 2 on what it rejects, and never a crash.
 #[test]
 fn the_cli_rejects_what_the_parsers_reject_with_exit_code_2() {
     let dir = tempfile::tempdir().unwrap();
     let mut rng = Rng(0xC11);
-    let cases: [(&str, &str, fn(&Path) -> Vec<String>); 4] = [
+    let cases: [(&str, &str, CliArgs); 4] = [
         ("obj", "obj", |p| {
             vec!["bvh".into(), p.display().to_string()]
         }),
