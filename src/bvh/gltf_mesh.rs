@@ -72,6 +72,30 @@ pub enum ImageData {
     Bytes(Vec<u8>),
 }
 
+/// Every mesh primitive's attribute accessors exist: an error naming the mesh, the
+/// primitive and the accessor otherwise.
+fn check_attribute_accessors(path: &Path, json: &::gltf::json::Root) -> Result<()> {
+    let accessors = json.accessors.len();
+    for (m, mesh) in json.meshes.iter().enumerate() {
+        for (p, primitive) in mesh.primitives.iter().enumerate() {
+            for index in primitive.attributes.values() {
+                if index.value() >= accessors {
+                    return Err(Error::parse(
+                        path,
+                        0,
+                        format!(
+                            "mesh {m} primitive {p}: accessor {} out of range ({accessors} \
+                             accessors)",
+                            index.value()
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 impl GltfFile {
     /// Reads a `.gltf` or `.glb` file and its buffers; errors name it.
     pub fn load(path: &Path) -> Result<GltfFile> {
@@ -81,8 +105,18 @@ impl GltfFile {
 
     /// Parses glTF or GLB bytes; `path` names the file and is the base of relative URIs.
     pub fn parse(path: &Path, bytes: &[u8]) -> Result<GltfFile> {
-        let gltf = ::gltf::Gltf::from_slice(bytes)
-            .map_err(|e| Error::parse(path, 0, format!("not a valid glTF file: {e}")))?;
+        let invalid =
+            |e: ::gltf::Error| Error::parse(path, 0, format!("not a valid glTF file: {e}"));
+        let unchecked = ::gltf::Gltf::from_slice_without_validation(bytes).map_err(invalid)?;
+        // The glTF library's validation indexes a primitive's POSITION accessor before it
+        // checks the index (gltf-json 1.4 panics on one out of range): checked here first.
+        check_attribute_accessors(path, unchecked.document.as_json())?;
+        let document =
+            ::gltf::Document::from_json(unchecked.document.into_json()).map_err(invalid)?;
+        let gltf = ::gltf::Gltf {
+            document,
+            blob: unchecked.blob,
+        };
         let dir = path.parent().unwrap_or(Path::new("."));
         let mut buffers = Vec::new();
         for buffer in gltf.document.buffers() {
