@@ -6,7 +6,8 @@
 //! and a path tracer on top ([`render`]).
 //!
 //! Layers, bottom to top (a module uses only those below it): `error`, `host`, `math`, `hw`,
-//! `tiling`, `bvh`, `counters`, `wave`, `traverse`, `scene`, `render`, `profile`. See
+//! `tiling`, `bvh`, `counters`, `wave`, `traverse`, `scene`, `render`, `profile`; `shard`
+//! (splitting a job for a cluster scheduler, and its part files) uses only `error`. See
 //! ARCHITECTURE.md.
 //!
 //! ```
@@ -29,6 +30,7 @@ pub mod profile;
 pub mod render;
 pub mod report;
 pub mod scene;
+pub mod shard;
 pub mod tiling;
 pub mod traverse;
 pub mod vectors;

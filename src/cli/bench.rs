@@ -10,7 +10,7 @@
 use super::bvh::BuildArgs;
 use super::input::Input;
 use super::trace::ScheduleArg;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::time::Instant;
 use wavetrace::bvh;
@@ -21,6 +21,7 @@ use wavetrace::hw::peak::SERIES_X;
 use wavetrace::math::{HitRecord, Ray};
 use wavetrace::memory::{Machine, MemoryModel, MemoryReport};
 use wavetrace::outfile::OutputSet;
+use wavetrace::shard::{write_part, Digest, JobId, PartKind};
 use wavetrace::traverse::dxr::RayFlags;
 use wavetrace::traverse::rayfile::read_rays;
 use wavetrace::traverse::{Schedule, SimdPath, Strategy, WaveTracer, WaveTracerConfig};
@@ -74,16 +75,23 @@ pub struct BenchArgs {
     /// The results, every repetition's time included.
     #[command(flatten)]
     pub json: super::flags::JsonArg,
+    /// (A bench part holds the rows of the shard's ray files, round-robin over `--rays`;
+    /// `merge` writes them as one report. Timings are the shard's own.)
+    #[command(flatten)]
+    pub shard: super::flags::ShardArgs,
+    /// With --shard: the part file to write.
+    #[arg(short = 'o', long, value_name = "PART")]
+    pub out: Option<PathBuf>,
 }
 
 /// One ray file traced with one build.
-#[derive(Serialize)]
+#[derive(Serialize, Deserialize)]
 struct Row {
     rays_file: String,
     /// What was traced: `mesh`, `instanced` (a scene's two-level image) or `flattened`.
-    input: &'static str,
-    simd: &'static str,
-    schedule: &'static str,
+    input: String,
+    simd: String,
+    schedule: String,
     rays: usize,
     /// Rays per second of the fastest repetition, and the median.
     best_rays_per_second: f64,
@@ -96,30 +104,30 @@ struct Row {
     seconds: Vec<f64>,
     /// With `--memory-model`: the fastest repetition of trace + memory model, rays per
     /// second, its ratio to `best_rays_per_second`, and the model's figures.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     memory_best_rays_per_second: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     memory_speed_ratio: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     memory: Option<MemoryReport>,
 }
 
-#[derive(Serialize)]
-struct Results<'a> {
+#[derive(Serialize, Deserialize)]
+struct Results {
     /// The CPU that ran the traces.
     cpu: String,
     mesh: String,
     /// Triangles of a mesh; primitives over all BLASes of a scene.
     triangles: usize,
     /// A scene's instances (absent for a mesh).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     instances: Option<usize>,
     /// Triangles of the flattened scene (with `--flatten`).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     flattened_triangles: Option<usize>,
     /// Per ray file, with `--flatten`: rays whose flattened hit is the instanced hit's
     /// instance and primitive (hits exactly on shared edges and procedural hits can differ).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     flattened_agreement: Vec<usize>,
     ray_flags: String,
     instance_mask: u8,
@@ -128,12 +136,48 @@ struct Results<'a> {
     threads: usize,
     wave: usize,
     repeat: usize,
-    rows: &'a [Row],
+    rows: Vec<Row>,
 }
 
-pub fn run(args: BenchArgs) -> Result<i32> {
+pub fn run(mut args: BenchArgs) -> Result<i32> {
     if args.repeat == 0 {
         return Err(Error::field("--repeat", "must be at least 1"));
+    }
+    let shard = args.shard.resolve()?;
+    let mut outputs = OutputSet::new();
+    let part_id = match (shard, &args.out) {
+        (Some(_), Some(out)) => Some(outputs.file("--out", out)?),
+        (Some(_), None) => {
+            return Err(Error::field(
+                "--out",
+                "--shard writes a part file: give its name with --out",
+            ))
+        }
+        (None, Some(out)) => {
+            return Err(Error::field(
+                "--out",
+                format!(
+                    "{}: bench writes a part file only with --shard (the report goes to --json)",
+                    out.display()
+                ),
+            ))
+        }
+        (None, None) => None,
+    };
+    // The job's identity is of every ray file; the shard traces its own.
+    let job_files = args.rays.clone();
+    if let Some(shard) = shard {
+        let not = super::flags::not_with_shard;
+        not(
+            args.json.json.is_some(),
+            "--json",
+            "`merge --json` writes the report",
+        )?;
+        not(args.flatten, "--flatten", "bench the scene unsharded")?;
+        args.rays = (job_files.iter().enumerate())
+            .filter(|(k, _)| shard.owns(*k))
+            .map(|(_, p)| p.clone())
+            .collect();
     }
     let wave = args.wave.wave;
     let ray_flags = args.dxr.flags()?;
@@ -141,7 +185,6 @@ pub fn run(args: BenchArgs) -> Result<i32> {
     let pool = args.threads.pool()?;
     let threads = pool.current_num_threads();
     let loops = builds_to_run(&args)?;
-    let mut outputs = OutputSet::new();
     let json_id = args.json.register(&mut outputs)?;
     let input = super::input::load(&args.mesh)?;
     if args.flatten && matches!(input, Input::Mesh(_)) {
@@ -284,23 +327,38 @@ pub fn run(args: BenchArgs) -> Result<i32> {
             agreement.push(same);
         }
     }
-    if let Some(id) = json_id {
-        let results = Results {
-            cpu,
-            mesh: args.mesh.display().to_string(),
-            triangles: primitives,
-            instances,
-            flattened_triangles: flat_mesh.as_ref().map(|(n, _)| *n),
-            flattened_agreement: agreement,
-            ray_flags: ray_flags.names(),
-            instance_mask,
-            options: args.build.options().to_string(),
-            build_seconds,
-            threads,
-            wave: wave.lanes(),
-            repeat: args.repeat,
-            rows: &rows,
+    let results = Results {
+        cpu,
+        mesh: args.mesh.display().to_string(),
+        triangles: primitives,
+        instances,
+        flattened_triangles: flat_mesh.as_ref().map(|(n, _)| *n),
+        flattened_agreement: agreement,
+        ray_flags: ray_flags.names(),
+        instance_mask,
+        options: args.build.options().to_string(),
+        build_seconds,
+        threads,
+        wave: wave.lanes(),
+        repeat: args.repeat,
+        rows,
+    };
+    if let (Some(shard), Some(out)) = (shard, part_id) {
+        let id = job_id(&args, &job_files, &loops)?;
+        say!(
+            "{}: {} of the {} ray files; part {shard} of job {} ({})",
+            outputs.path(out).display(),
+            args.rays.len(),
+            job_files.len(),
+            id.job,
+            id.summary
+        );
+        let part = BenchPart {
+            files: (0..job_files.len()).filter(|&k| shard.owns(k)).collect(),
+            results,
         };
+        outputs.write(out, |w| write_part(w, &id, shard, &part, &[]))?;
+    } else if let Some(id) = json_id {
         super::write_json(&mut outputs, id, &results)?;
     }
     super::interrupt::check(&outputs)?;
@@ -465,9 +523,9 @@ fn rows(args: &BenchArgs, builds: &[Build], ray_sets: &[Vec<Ray>], timed: &Timed
             let n = rays.len() as f64;
             rows.push(Row {
                 rays_file: args.rays[f].display().to_string(),
-                input: build.input,
-                simd: build.simd.name(),
-                schedule: build.schedule.name(),
+                input: build.input.to_string(),
+                simd: build.simd.name().to_string(),
+                schedule: build.schedule.name().to_string(),
                 rays: rays.len(),
                 best_rays_per_second: n / best,
                 median_rays_per_second: n / median,
@@ -547,4 +605,87 @@ fn print_table(rows: &[Row]) {
             r.best_ns_per_lane_step
         );
     }
+}
+
+/// What a bench part records: the job's indices of its ray files and its report.
+#[derive(Serialize, Deserialize)]
+struct BenchPart {
+    files: Vec<usize>,
+    results: Results,
+}
+
+/// The identity of a bench job: the mesh or scene file, every ray file, and the options
+/// that choose what is traced.
+fn job_id(args: &BenchArgs, files: &[PathBuf], loops: &[(SimdPath, Schedule)]) -> Result<JobId> {
+    use std::fmt::Write;
+    let mut d = Digest::new();
+    d.file("input", &args.mesh)?;
+    for f in files {
+        d.file("rays", f)?;
+    }
+    let _ = write!(
+        d,
+        "repeat {} wave{} {} builds {:?} build {:?} flags {:?} mask {:?} memory {} {}",
+        args.repeat,
+        args.wave.wave.lanes(),
+        args.traversal.name(),
+        loops,
+        args.build.options(),
+        args.dxr.flags()?,
+        args.dxr.mask()?,
+        args.memory_model,
+        args.machine
+    );
+    Ok(JobId::new(
+        PartKind::Bench,
+        d,
+        format!("bench {} ({} ray files)", args.mesh.display(), files.len()),
+    ))
+}
+
+/// Merges bench parts: the rows of every ray file in `--rays` order, as one report (its
+/// `build_seconds` the sum of the shards'); prints the table and writes it to `--out` and
+/// `--json`.
+pub fn merge(
+    parts: &super::merge::Parts,
+    _args: &super::merge::MergeArgs,
+    outputs: &mut OutputSet,
+    ids: &super::merge::MergeOutputs,
+) -> Result<()> {
+    let mut by_file: Vec<(usize, Vec<Row>)> = Vec::new();
+    let mut merged: Option<Results> = None;
+    for (path, raw) in parts.containers() {
+        let mut part: BenchPart = raw.data()?;
+        let rows = std::mem::take(&mut part.results.rows);
+        let files = part.files.len().max(1);
+        if !rows.len().is_multiple_of(files) || (rows.is_empty() != part.files.is_empty()) {
+            return Err(Error::Parse {
+                path: path.to_path_buf(),
+                line: 0,
+                message: format!("{} rows for {} ray files", rows.len(), part.files.len()),
+            });
+        }
+        let per_file = rows.len() / files;
+        let mut rows = rows.into_iter();
+        for &f in &part.files {
+            by_file.push((f, rows.by_ref().take(per_file).collect()));
+        }
+        match &mut merged {
+            None => merged = Some(part.results),
+            Some(m) => m.build_seconds += part.results.build_seconds,
+        }
+    }
+    let Some(mut results) = merged else {
+        return Err(Error::Other("merge: no bench parts".into()));
+    };
+    by_file.sort_by_key(|(f, _)| *f);
+    results.rows = by_file.into_iter().flat_map(|(_, rows)| rows).collect();
+    print_table(&results.rows);
+    let text = serde_json::to_string_pretty(&results)
+        .map_err(|e| Error::Other(format!("cannot encode the report: {e}")))?;
+    outputs.write_bytes(ids.out, text.as_bytes())?;
+    if let Some(id) = ids.json {
+        super::write_json(outputs, id, &results)?;
+    }
+    Ok(())
 }

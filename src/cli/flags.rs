@@ -1,6 +1,6 @@
 //! The flags several commands share, defined once so that their names, help and defaults
-//! are the same everywhere: `--threads`, `--seed`, `--wave`, `--target`, `--simd` and
-//! `--json` (the build options are [`super::bvh::BuildArgs`]).
+//! are the same everywhere: `--threads`, `--seed`, `--wave`, `--target`, `--simd`, `--json`
+//! and `--shard` (the build options are [`super::bvh::BuildArgs`]).
 
 use super::trace::SimdArg;
 use clap::ValueEnum;
@@ -126,4 +126,54 @@ impl JsonArg {
         }
         Ok(Some(id))
     }
+}
+
+/// `--shard I/N|auto` and `--shard-count N`: do one shard of a job and write a part file for
+/// `wavetrace merge`.
+#[derive(clap::Args, Clone, Debug)]
+pub struct ShardArgs {
+    /// Do shard I of N (0-based) of the job and write its part file to --out, for `wavetrace
+    /// merge`. `auto` takes I and N from the scheduler: a Slurm array task
+    /// (SLURM_ARRAY_TASK_ID, with SLURM_ARRAY_TASK_COUNT or _MIN/_MAX) or a Kubernetes
+    /// Indexed Job (JOB_COMPLETION_INDEX, with --shard-count).
+    #[arg(long, value_name = "I/N|auto")]
+    pub shard: Option<String>,
+    /// The number of shards for `--shard auto` when the scheduler gives only the index (a
+    /// Kubernetes Indexed Job's completions).
+    #[arg(long, value_name = "N", requires = "shard")]
+    pub shard_count: Option<u32>,
+}
+
+impl ShardArgs {
+    /// The shard to do, `None` for the whole job.
+    pub fn resolve(&self) -> Result<Option<wavetrace::shard::Shard>> {
+        use wavetrace::shard::Shard;
+        match self.shard.as_deref().map(str::trim) {
+            None => Ok(None),
+            Some("auto") => {
+                Shard::from_env(|name| std::env::var(name).ok(), self.shard_count).map(Some)
+            }
+            Some(text) => {
+                if self.shard_count.is_some() {
+                    return Err(Error::field(
+                        "--shard-count",
+                        "goes with --shard auto (I/N gives the count itself)",
+                    ));
+                }
+                Shard::parse(text).map(Some)
+            }
+        }
+    }
+}
+
+/// Refuses `flag` (given when `given`) beside `--shard`: a shard writes only its part, and
+/// `merge` writes the job's outputs.
+pub fn not_with_shard(given: bool, flag: &str, instead: &str) -> Result<()> {
+    if given {
+        return Err(Error::field(
+            flag,
+            format!("not with --shard: a shard writes only its part file (--out); {instead}"),
+        ));
+    }
+    Ok(())
 }

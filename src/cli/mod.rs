@@ -34,6 +34,7 @@ mod input;
 mod interrupt;
 mod isa;
 mod machine;
+mod merge;
 mod peak;
 mod profile;
 mod progress;
@@ -75,6 +76,8 @@ enum Command {
     Tiling(tiling::TilingArgs),
     /// A machine of the memory model (caches, latencies, bandwidths), or its TOML.
     Machine(machine::MachineArgs),
+    /// Merge the part files of a sharded job (`--shard`) into the job's outputs.
+    Merge(merge::MergeArgs),
 }
 
 /// Runs the CLI; returns the process exit code.
@@ -100,6 +103,7 @@ pub fn main() -> i32 {
         Command::Rays(a) => rays::run(a),
         Command::Tiling(a) => tiling::run(a),
         Command::Machine(a) => machine::run(a),
+        Command::Merge(a) => merge::run(a),
     };
     match result {
         Ok(code) => code,

@@ -12,10 +12,11 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use wavetrace::bvh::two_level::flatten;
 use wavetrace::bvh::Mesh;
-use wavetrace::outfile::{OutputDir, OutputSet};
+use wavetrace::outfile::{OutputDir, OutputId, OutputSet};
 use wavetrace::profile::two_level::{self, SceneRays};
 use wavetrace::profile::{self, heatmap, rays::PinholeCamera, QueryKind, RayKind, RaySet};
 use wavetrace::report::{profile_html, utc_timestamp, CameraMaps, Parameters};
+use wavetrace::shard::{write_part, Digest, JobId, PartKind};
 use wavetrace::traverse::dxr::RayFlags;
 use wavetrace::traverse::rayfile::read_rays;
 use wavetrace::{Error, Result};
@@ -66,6 +67,13 @@ pub struct ProfileArgs {
     pub dxr: super::input::DxrArgs,
     #[command(flatten)]
     pub memory: super::input::MemoryArgs,
+    /// (A profile part holds the rows of the shard's variants, round-robin over the
+    /// selected ones; `merge` ranks them all and writes the table, CSV and JSON.)
+    #[command(flatten)]
+    pub shard: super::flags::ShardArgs,
+    /// With --shard: the part file to write.
+    #[arg(short = 'o', long, value_name = "PART")]
+    pub out: Option<PathBuf>,
 }
 
 /// The triangles of a mesh or scene file (a scene flattened: its instances' triangles in
@@ -152,6 +160,30 @@ pub fn run(args: ProfileArgs) -> Result<i32> {
     } else {
         profile::select_variants(&args.strategies)?
     };
+    let shard = args.shard.resolve()?;
+    let job_variants: Vec<String> = variants.iter().map(|v| v.name.clone()).collect();
+    let variants = match shard {
+        Some(shard) => {
+            check_shard_args(&args)?;
+            (variants.into_iter().enumerate())
+                .filter(|(k, _)| shard.owns(*k))
+                .map(|(_, v)| v)
+                .collect()
+        }
+        None => {
+            if let Some(out) = &args.out {
+                return Err(Error::field(
+                    "--out",
+                    format!(
+                        "{}: profile writes a part file only with --shard (the report goes to \
+                         --csv, --json and --html)",
+                        out.display()
+                    ),
+                ));
+            }
+            variants
+        }
+    };
     let scene_rays = SceneRays {
         flags: args.dxr.flags()?,
         mask: args.dxr.mask()?,
@@ -173,6 +205,9 @@ pub fn run(args: ProfileArgs) -> Result<i32> {
     let pool = args.threads.pool()?;
     let started = std::time::SystemTime::now();
     let mut outputs = OutputSet::new();
+    let part_id = (args.out.as_deref())
+        .map(|p| outputs.file("--out", p))
+        .transpose()?;
     let csv_id = (args.csv.as_deref())
         .map(|p| outputs.file("--csv", p))
         .transpose()?;
@@ -277,6 +312,31 @@ pub fn run(args: ProfileArgs) -> Result<i32> {
     super::interrupt::check(&outputs)?;
     let report = report?;
     super::interrupt::check(&outputs)?;
+    if let (Some(shard), Some(out)) = (shard, part_id) {
+        let id = job_id(&args, &mesh, &job_variants, machine.as_ref())?;
+        say!(
+            "{}: variants {} of {} ({}); part {shard} of job {} ({})",
+            outputs.path(out).display(),
+            report.variants.len(),
+            job_variants.len(),
+            (report.variants.iter())
+                .map(|v| v.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+            id.job,
+            id.summary
+        );
+        let part = ProfilePart {
+            job_variants,
+            seed: args.seed.seed,
+            size: (width, height),
+            report,
+        };
+        outputs.write(out, |w| write_part(w, &id, shard, &part, &[]))?;
+        super::interrupt::check(&outputs)?;
+        outputs.commit()?;
+        return Ok(0);
+    }
     if report.variants.iter().any(|v| v.axis == "TLAS") {
         say!(
             "TLAS axis: traced by the lockstep schedule (NaN: the stream schedule's stack and \
@@ -294,39 +354,8 @@ pub fn run(args: ProfileArgs) -> Result<i32> {
         );
     }
 
-    if args.wide {
-        say_part!("{}", profile::to_table(&report));
-    } else {
-        say_part!("{}", profile::to_compact_table(&report));
-    }
-    let wrong: Vec<&str> = report
-        .variants
-        .iter()
-        .filter(|v| v.wrong_rays > 0)
-        .map(|v| v.name.as_str())
-        .collect();
-    if !wrong.is_empty() {
-        say!(
-            "WRONG (hits differ from the reference traversal, not ranked): {}",
-            wrong.join(", ")
-        );
-    }
-    say!(
-        "guard: scalar reference traversal on each variant's own image, t within {} ULP\n\
-         `vs fp32` (with --wide): rays that differ geometrically from the canonical FP32 image\n\
-         ray set and canonical reference: {:.2} s",
-        report.t_tolerance_ulps,
-        report.reference_seconds
-    );
-
-    if let Some(id) = csv_id {
-        outputs.write_bytes(id, profile::to_csv(&report).as_bytes())?;
-    }
-    if let Some(id) = json_id {
-        let text = serde_json::to_string_pretty(&report)
-            .map_err(|e| Error::Other(format!("cannot encode the report: {e}")))?;
-        outputs.write_bytes(id, text.as_bytes())?;
-    }
+    let wrong = print_report(&report, args.wide);
+    write_report(&mut outputs, &report, csv_id, json_id)?;
     if let Some(id) = html_id {
         let parameters = Parameters::new(&utc_timestamp(started))
             .with("input", report.input.clone())
@@ -363,7 +392,7 @@ pub fn run(args: ProfileArgs) -> Result<i32> {
     }
     super::interrupt::check(&outputs)?;
     outputs.commit()?;
-    Ok(if wrong.is_empty() { 0 } else { 1 })
+    Ok(if wrong { 1 } else { 0 })
 }
 
 fn write_heatmaps(
@@ -423,4 +452,203 @@ fn write_maps(
         outputs.write_in_dir(id, &format!("{}.{extension}", v.name), &bytes)?;
     }
     Ok(scale)
+}
+
+/// Prints the table (every column with `wide`), the wrong variants and the guard; returns
+/// whether any variant's hits were wrong.
+fn print_report(report: &profile::ProfileReport, wide: bool) -> bool {
+    if wide {
+        say_part!("{}", profile::to_table(report));
+    } else {
+        say_part!("{}", profile::to_compact_table(report));
+    }
+    let wrong: Vec<&str> = report
+        .variants
+        .iter()
+        .filter(|v| v.wrong_rays > 0)
+        .map(|v| v.name.as_str())
+        .collect();
+    if !wrong.is_empty() {
+        say!(
+            "WRONG (hits differ from the reference traversal, not ranked): {}",
+            wrong.join(", ")
+        );
+    }
+    say!(
+        "guard: scalar reference traversal on each variant's own image, t within {} ULP\n\
+         `vs fp32` (with --wide): rays that differ geometrically from the canonical FP32 image\n\
+         ray set and canonical reference: {:.2} s",
+        report.t_tolerance_ulps,
+        report.reference_seconds
+    );
+    !wrong.is_empty()
+}
+
+/// Writes the report as CSV and JSON to the outputs given.
+fn write_report(
+    outputs: &mut OutputSet,
+    report: &profile::ProfileReport,
+    csv: Option<OutputId>,
+    json: Option<OutputId>,
+) -> Result<()> {
+    if let Some(id) = csv {
+        outputs.write_bytes(id, profile::to_csv(report).as_bytes())?;
+    }
+    if let Some(id) = json {
+        outputs.write_bytes(id, report_json(report)?.as_bytes())?;
+    }
+    Ok(())
+}
+
+fn report_json(report: &profile::ProfileReport) -> Result<String> {
+    serde_json::to_string_pretty(report)
+        .map_err(|e| Error::Other(format!("cannot encode the report: {e}")))
+}
+
+/// What a profile part records: the rows of its variants and the job's variant list.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct ProfilePart {
+    /// Every variant of the job, in selection order (the shards split it round-robin).
+    job_variants: Vec<String>,
+    seed: u64,
+    size: (u32, u32),
+    /// The shard's report: its variants, ranked among themselves.
+    report: profile::ProfileReport,
+}
+
+/// Refuses what a profile shard cannot write: the report's outputs come from `merge`, and
+/// the heatmaps and page need every variant (their scales are shared).
+fn check_shard_args(args: &ProfileArgs) -> Result<()> {
+    let not = super::flags::not_with_shard;
+    if args.out.is_none() {
+        return Err(Error::field(
+            "--out",
+            "--shard writes a part file: give its name with --out",
+        ));
+    }
+    not(args.csv.is_some(), "--csv", "`merge --csv` writes the CSV")?;
+    not(
+        args.json.json.is_some(),
+        "--json",
+        "`merge --json` writes the report",
+    )?;
+    not(
+        args.html.is_some(),
+        "--html",
+        "profile unsharded for a page",
+    )?;
+    not(
+        args.heatmaps.is_some(),
+        "--heatmaps",
+        "profile unsharded for heatmaps (their scale is shared by every variant)",
+    )
+}
+
+/// The identity of a profile job: the input file and its triangles, the ray set, the
+/// variants, and every option that changes a row.
+fn job_id(
+    args: &ProfileArgs,
+    mesh: &Mesh,
+    variants: &[String],
+    machine: Option<&wavetrace::memory::Machine>,
+) -> Result<JobId> {
+    use std::fmt::Write;
+    let mut d = Digest::new();
+    d.file("input", &args.input)?;
+    d.field("positions", bytemuck::cast_slice(&mesh.positions))
+        .field("indices", bytemuck::cast_slice(&mesh.indices));
+    if RayKind::from_name(&args.rays).is_none() {
+        d.file("rays", Path::new(&args.rays))?;
+    }
+    let _ = write!(
+        d,
+        "rays {} variants {} size {} camera {:?} seed {} {} flags {:?} mask {:?} machine {:?}",
+        args.rays,
+        variants.join(","),
+        args.size,
+        args.camera,
+        args.seed.seed,
+        args.target.console().cli_name,
+        args.dxr.flags()?,
+        args.dxr.mask()?,
+        machine
+    );
+    Ok(JobId::new(
+        PartKind::Profile,
+        d,
+        format!(
+            "profile {} --rays {} ({} variants)",
+            args.input.display(),
+            args.rays,
+            variants.len()
+        ),
+    ))
+}
+
+/// Merges profile parts: every variant's row once, ranked together as the unsharded run
+/// ranks them; prints the table and writes `--out` (.csv, .json, else the text table),
+/// `--csv` and `--json`. Exit code 1 when a variant's hits were wrong, as `profile`.
+pub fn merge(
+    parts: &super::merge::Parts,
+    args: &super::merge::MergeArgs,
+    outputs: &mut OutputSet,
+    ids: &super::merge::MergeOutputs,
+) -> Result<bool> {
+    let mut merged: Option<(profile::ProfileReport, Vec<String>)> = None;
+    for (path, raw) in parts.containers() {
+        let part: ProfilePart = raw.data()?;
+        let bad = |message: String| Error::Parse {
+            path: path.to_path_buf(),
+            line: 0,
+            message,
+        };
+        let shard = raw.shard;
+        let owned: Vec<&String> = (part.job_variants.iter().enumerate())
+            .filter(|(k, _)| shard.owns(*k))
+            .map(|(_, v)| v)
+            .collect();
+        let mut names: Vec<&String> = part.report.variants.iter().map(|v| &v.name).collect();
+        let mut expected = owned.clone();
+        names.sort();
+        expected.sort();
+        if names != expected {
+            return Err(bad(format!(
+                "rows for {} variants where shard {shard} owns {}",
+                names.len(),
+                expected.len()
+            )));
+        }
+        match &mut merged {
+            None => merged = Some((part.report, part.job_variants)),
+            Some((report, job_variants)) => {
+                let r = &part.report;
+                if *job_variants != part.job_variants
+                    || (r.rays, &r.ray_kind, r.query, r.console)
+                        != (report.rays, &report.ray_kind, report.query, report.console)
+                {
+                    return Err(bad("a part of another profile than the others".into()));
+                }
+                report.reference_seconds += r.reference_seconds;
+                report.variants.extend(part.report.variants);
+            }
+        }
+    }
+    let Some((mut report, _)) = merged else {
+        return Err(Error::Other("merge: no profile parts".into()));
+    };
+    profile::rank(&mut report.variants);
+    let wrong = print_report(&report, args.wide);
+    let out = args.out.to_string_lossy().to_ascii_lowercase();
+    let text = if out.ends_with(".csv") {
+        profile::to_csv(&report)
+    } else if out.ends_with(".json") {
+        report_json(&report)?
+    } else if args.wide {
+        profile::to_table(&report)
+    } else {
+        profile::to_compact_table(&report)
+    };
+    outputs.write_bytes(ids.out, text.as_bytes())?;
+    write_report(outputs, &report, ids.csv, ids.json)?;
+    Ok(wrong)
 }

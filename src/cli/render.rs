@@ -6,11 +6,13 @@ use std::time::Duration;
 use wavetrace::hw::peak::ConsoleConfig;
 use wavetrace::memory::MemoryReport;
 use wavetrace::outfile::{OutputId, OutputSet};
+use wavetrace::render::RenderStats;
 use wavetrace::render::{
     self, build_wave_tracer, heatmap_rgb8, Control, ImageFormat, RenderOptions, RenderOutput,
     RenderProgress,
 };
 use wavetrace::scene::Scene;
+use wavetrace::shard::{Digest, JobId, PartHeader, PartKind, Shard};
 use wavetrace::traverse::{Strategy, WaveTracerConfig};
 use wavetrace::{Error, Result};
 
@@ -70,6 +72,10 @@ pub struct RenderArgs {
     /// summary and the stats, and the heatmap shows its modelled clocks.
     #[command(flatten)]
     pub memory: super::input::MemoryArgs,
+    /// (A render part is an EXR of the shard's tiles, the others black, with the job, the
+    /// shard and the counters in its header; `merge` writes the image and `--json`.)
+    #[command(flatten)]
+    pub shard: super::flags::ShardArgs,
 }
 
 fn png_path(path: &Path, flag: &str) -> Result<()> {
@@ -84,6 +90,10 @@ fn png_path(path: &Path, flag: &str) -> Result<()> {
 
 pub fn run(args: RenderArgs) -> Result<i32> {
     let console = check_args(&args)?;
+    let shard = args.shard.resolve()?;
+    if shard.is_some() {
+        check_shard_args(&args)?;
+    }
     let mut outputs = OutputSet::new();
     let ids = OutputIds {
         out: outputs.file("--out", &args.out)?,
@@ -139,6 +149,7 @@ pub fn run(args: RenderArgs) -> Result<i32> {
     if args.json.json.is_some() || args.heatmap.is_some() {
         opts.memory = args.memory.machine(&console)?;
     }
+    opts.shard = shard;
     let bar = std::io::stderr().is_terminal().then(progress_bar);
     let budget_note = match args.time {
         Some(t) => format!(" (stops at the {t} s budget)"),
@@ -165,10 +176,209 @@ pub fn run(args: RenderArgs) -> Result<i32> {
         bar.finish_and_clear();
     }
     super::interrupt::check(&outputs)?;
-    write_outputs(&args, console, &out, &mut outputs, &ids)?;
+    match shard {
+        Some(shard) => {
+            let id = job_id(&args, &scene, &opts, &tracer)?;
+            let part = RenderPart {
+                meta: StatsMeta {
+                    scene: args.scene.display().to_string(),
+                    wave: args.wave.wave.lanes(),
+                    target: console.cli_name.to_string(),
+                    seed: args.seed.seed,
+                },
+                exposure: args.exposure,
+                width: out.image.width,
+                height: out.image.height,
+                pixels: tiles_digest(&out.image, &out.tiles),
+                tiles: out.tiles.clone(),
+                stats: out.stats.clone(),
+            };
+            print_summary(&args.out, &out.stats);
+            eprintln!(
+                "part {shard} of job {} ({}): {} tiles",
+                id.job,
+                id.summary,
+                out.tiles.len()
+            );
+            write_part(&mut outputs, ids.out, &id, shard, &part, &out.image)?;
+        }
+        None => write_outputs(&args, console, &out, &mut outputs, &ids)?,
+    }
     super::interrupt::check(&outputs)?;
     outputs.commit()?;
     Ok(0)
+}
+
+/// Refuses what a render shard cannot do: its part is an EXR, its stats and heatmap come
+/// from `merge` (the memory model needs every tile's fetches in one stream, so a shard does
+/// not run it), and a time budget would make shards stop at different sample counts.
+fn check_shard_args(args: &RenderArgs) -> Result<()> {
+    if ImageFormat::from_path(&args.out)? != ImageFormat::Exr {
+        return Err(Error::field(
+            "--out",
+            format!(
+                "{}: a render shard writes an EXR part; give a .exr name",
+                args.out.display()
+            ),
+        ));
+    }
+    let not = super::flags::not_with_shard;
+    not(
+        args.json.json.is_some(),
+        "--json",
+        "`merge --json` writes the stats",
+    )?;
+    not(
+        args.heatmap.is_some(),
+        "--heatmap",
+        "render unsharded for a heatmap",
+    )?;
+    not(
+        args.time.is_some(),
+        "--time",
+        "give --spp, so that every shard takes the same samples",
+    )
+}
+
+/// The fields of the `--json` stats besides the counts.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct StatsMeta {
+    pub scene: String,
+    pub wave: usize,
+    pub target: String,
+    pub seed: u64,
+}
+
+/// The `--json` stats of a render.
+pub fn stats_json(
+    meta: &StatsMeta,
+    s: &RenderStats,
+    memory: Option<&MemoryReport>,
+) -> serde_json::Value {
+    let mut total = s.camera.counters.clone();
+    total.merge(&s.bounce.counters);
+    total.merge(&s.shadow.counters);
+    serde_json::json!({
+        "scene": meta.scene,
+        "wave": meta.wave,
+        "target": meta.target,
+        "seed": meta.seed,
+        "stats": s,
+        "total_counters": total,
+        "memory": memory,
+    })
+}
+
+/// Prints the summary line of a render written to `out`.
+pub fn print_summary(out: &Path, s: &RenderStats) {
+    let rays = s.total_rays();
+    eprintln!(
+        "{} ({}x{}, {} spp) in {:.2} s: {} rays ({} camera, {} bounce, {} shadow), {:.2} Mrays/s, {} texture fetches",
+        out.display(),
+        s.width,
+        s.height,
+        s.spp,
+        s.seconds,
+        rays,
+        s.camera.rays,
+        s.bounce.rays,
+        s.shadow.rays,
+        rays as f64 / s.seconds.max(1e-9) / 1e6,
+        s.texture_fetches
+    );
+}
+
+/// What a render part records besides its pixels.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+pub struct RenderPart {
+    pub meta: StatsMeta,
+    /// The PNG exposure of the job (a merge to PNG applies it).
+    pub exposure: f32,
+    /// The whole image's size.
+    pub width: u32,
+    pub height: u32,
+    /// The tiles of this shard, `[x0, x1, y0, y1]` in image pixels.
+    pub tiles: Vec<[u32; 4]>,
+    /// [`tiles_digest`] of the part's pixels, to catch a damaged file.
+    pub pixels: String,
+    /// The shard's counts (its `seconds` are its own wall time).
+    pub stats: RenderStats,
+}
+
+/// The EXR header attribute that holds a render part's record (the part header as JSON).
+pub const PART_ATTRIBUTE: &str = "wavetrace.part";
+
+/// A digest of the bits of `image`'s pixels in `tiles`, tile by tile.
+pub fn tiles_digest(image: &wavetrace::render::Image, tiles: &[[u32; 4]]) -> String {
+    let mut d = Digest::new();
+    for &[x0, x1, y0, y1] in tiles {
+        for y in y0..y1 {
+            for x in x0..x1 {
+                d.bytes(bytemuck::cast_slice(&image.at(x, y).to_array()));
+            }
+        }
+    }
+    d.hex()
+}
+
+/// The identity of a render job: the scene's contents (geometry, materials, textures,
+/// camera, film), the BVH image, and every option that changes a pixel or a counter.
+fn job_id(
+    args: &RenderArgs,
+    scene: &Scene,
+    opts: &RenderOptions,
+    tracer: &wavetrace::traverse::WaveTracer,
+) -> Result<JobId> {
+    use std::fmt::Write;
+    let mut d = Digest::new();
+    scene.add_to_digest(&mut d)?;
+    d.field("bvh", tracer.image_bytes());
+    let _ = write!(
+        d,
+        "spp {} depth {} seed {} crop {:?} wave{} {} {} shadow flags {:?} mask {:?} exposure {}",
+        opts.spp,
+        opts.max_depth,
+        opts.seed,
+        opts.crop,
+        args.wave.wave.lanes(),
+        args.target.console().cli_name,
+        args.traversal.name(),
+        args.dxr.flags()?,
+        args.dxr.mask()?,
+        args.exposure
+    );
+    Ok(JobId::new(
+        PartKind::Render,
+        d,
+        format!("render {} --spp {}", args.scene.display(), opts.spp),
+    ))
+}
+
+/// Writes a render part: `image` as an EXR whose header carries the part record.
+fn write_part(
+    outputs: &mut OutputSet,
+    out: OutputId,
+    id: &JobId,
+    shard: Shard,
+    part: &RenderPart,
+    image: &wavetrace::render::Image,
+) -> Result<()> {
+    let header = PartHeader {
+        id: id.clone(),
+        shard,
+        payload_bytes: 0,
+        data: part,
+    };
+    let record = serde_json::to_string(&header)
+        .map_err(|e| Error::Other(format!("cannot encode the part record: {e}")))?;
+    let shard_text = shard.to_string();
+    let attributes = [
+        (PART_ATTRIBUTE, record.as_str()),
+        ("wavetrace.job", id.job.as_str()),
+        ("wavetrace.summary", id.summary.as_str()),
+        ("wavetrace.shard", shard_text.as_str()),
+    ];
+    outputs.write(out, |w| render::encode_exr_with(w, image, &attributes))
 }
 
 /// Checks the options before any work: the output kinds, the console, and the ranges of
@@ -272,21 +482,7 @@ fn write_outputs(
         render::encode_image(w, format, &out.image, args.exposure)
     })?;
     let s = &out.stats;
-    let rays = s.total_rays();
-    eprintln!(
-        "{} ({}x{}, {} spp) in {:.2} s: {} rays ({} camera, {} bounce, {} shadow), {:.2} Mrays/s, {} texture fetches",
-        args.out.display(),
-        s.width,
-        s.height,
-        s.spp,
-        s.seconds,
-        rays,
-        s.camera.rays,
-        s.bounce.rays,
-        s.shadow.rays,
-        rays as f64 / s.seconds.max(1e-9) / 1e6,
-        s.texture_fetches
-    );
+    print_summary(&args.out, s);
     let mut total = s.camera.counters.clone();
     total.merge(&s.bounce.counters);
     total.merge(&s.shadow.counters);
@@ -305,15 +501,13 @@ fn write_outputs(
         eprint!("{}", m.table());
     }
     if let Some(id) = ids.stats {
-        let json = serde_json::json!({
-            "scene": args.scene.display().to_string(),
-            "wave": args.wave.wave.lanes(),
-            "target": console.cli_name,
-            "seed": args.seed.seed,
-            "stats": s,
-            "total_counters": total,
-            "memory": memory,
-        });
+        let meta = StatsMeta {
+            scene: args.scene.display().to_string(),
+            wave: args.wave.wave.lanes(),
+            target: console.cli_name.to_string(),
+            seed: args.seed.seed,
+        };
+        let json = stats_json(&meta, s, memory.as_ref());
         super::write_json(outputs, id, &json)?;
     }
     let heatmap = match (&out.camera_memory_clocks, &out.camera_clocks) {
@@ -324,6 +518,121 @@ fn write_outputs(
     if let (Some(id), Some((clocks, title))) = (ids.heatmap, heatmap) {
         let (w, h, rgb) = heatmap_rgb8(clocks, s.width, s.height, title);
         outputs.write(id, |wr| render::encode_png(wr, w, h, &rgb))?;
+    }
+    Ok(())
+}
+
+/// Merges render parts: each part's tiles into one image (every pixel from exactly one
+/// part), its counts summed; writes the image (PNG with the job's exposure, or EXR) and
+/// the `--json` stats of the unsharded render (its `seconds` the sum of the shards').
+pub fn merge(
+    parts: &super::merge::Parts,
+    args: &super::merge::MergeArgs,
+    outputs: &mut OutputSet,
+    ids: &super::merge::MergeOutputs,
+) -> Result<()> {
+    use super::merge::Part;
+    let format = ImageFormat::from_path(&args.out)?;
+    let mut first: Option<&RenderPart> = None;
+    let mut image = wavetrace::render::Image {
+        width: 0,
+        height: 0,
+        pixels: Vec::new(),
+    };
+    let mut covered: Vec<bool> = Vec::new();
+    let mut stats = RenderStats::default();
+    for (path, part) in parts.paths.iter().zip(&parts.parts) {
+        let Part::Render {
+            image: pixels,
+            header,
+        } = part
+        else {
+            return Err(Error::Other(format!(
+                "{}: not a render part",
+                path.display()
+            )));
+        };
+        let data = &header.data;
+        let bad = |message: String| Error::Parse {
+            path: path.clone(),
+            line: 0,
+            message,
+        };
+        match first {
+            None => {
+                image.width = data.width;
+                image.height = data.height;
+                image.pixels =
+                    vec![glam::Vec3::ZERO; (data.width as usize) * (data.height as usize)];
+                covered = vec![false; image.pixels.len()];
+                stats.width = data.stats.width;
+                stats.height = data.stats.height;
+                stats.spp = data.stats.spp;
+                first = Some(data);
+            }
+            Some(f) => {
+                if (data.width, data.height, data.stats.spp, &data.meta)
+                    != (f.width, f.height, f.stats.spp, &f.meta)
+                    || data.exposure.to_bits() != f.exposure.to_bits()
+                {
+                    return Err(bad(format!(
+                        "a {}x{} image at {} spp, not the {}x{} at {} spp of the other parts",
+                        data.width, data.height, data.stats.spp, f.width, f.height, f.stats.spp
+                    )));
+                }
+            }
+        }
+        if (pixels.width, pixels.height) != (data.width, data.height) {
+            return Err(bad(format!(
+                "its pixels are {}x{}, its record says {}x{}",
+                pixels.width, pixels.height, data.width, data.height
+            )));
+        }
+        for &[x0, x1, y0, y1] in &data.tiles {
+            if !(x0 < x1 && x1 <= data.width && y0 < y1 && y1 <= data.height) {
+                return Err(bad(format!(
+                    "tile {x0}..{x1} x {y0}..{y1} is not in the {}x{} image",
+                    data.width, data.height
+                )));
+            }
+        }
+        if tiles_digest(pixels, &data.tiles) != data.pixels {
+            return Err(bad(
+                "damaged part: its pixels do not match the digest in its header".into(),
+            ));
+        }
+        for &[x0, x1, y0, y1] in &data.tiles {
+            for y in y0..y1 {
+                for x in x0..x1 {
+                    let i = (y * data.width + x) as usize;
+                    if std::mem::replace(&mut covered[i], true) {
+                        return Err(bad(format!("pixel ({x}, {y}) is in another part too")));
+                    }
+                    image.pixels[i] = pixels.pixels[i];
+                }
+            }
+        }
+        stats.merge(&data.stats);
+        stats.seconds += data.stats.seconds;
+    }
+    let Some(first) = first else {
+        return Err(Error::Other("merge: no render parts".into()));
+    };
+    if let Some(i) = covered.iter().position(|&c| !c) {
+        return Err(Error::Other(format!(
+            "the parts leave pixel ({}, {}) of the {}x{} image unrendered",
+            i as u32 % first.width,
+            i as u32 / first.width,
+            first.width,
+            first.height
+        )));
+    }
+    outputs.write(ids.out, |w| {
+        render::encode_image(w, format, &image, first.exposure)
+    })?;
+    print_summary(&args.out, &stats);
+    if let Some(id) = ids.json {
+        super::write_json(outputs, id, &stats_json(&first.meta, &stats, None))?;
     }
     Ok(())
 }

@@ -6,17 +6,19 @@
 use super::input::Input;
 use super::progress::RayProgress;
 use clap::ValueEnum;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::time::Instant;
 use wavetrace::bvh;
 use wavetrace::bvh::two_level::TwoLevelOptions;
 use wavetrace::counters::report::Report;
 use wavetrace::counters::Counters;
+use wavetrace::hw::peak::{SERIES_S, SERIES_X};
 use wavetrace::math::HitRecord;
 use wavetrace::memory::{Dispatch, Machine, MemoryModel, MemoryStats};
 use wavetrace::outfile::{OutputId, OutputSet};
 use wavetrace::report::{trace_html, utc_timestamp, Parameters};
+use wavetrace::shard::{write_part, Digest, JobId, PartKind};
 use wavetrace::traverse::dxr::RayFlags;
 use wavetrace::traverse::rayfile::{encode_hits, encode_scene_hits, read_rays};
 use wavetrace::traverse::{Schedule, SimdPath, Strategy, WaveTracer, WaveTracerConfig};
@@ -119,6 +121,10 @@ pub struct TraceArgs {
     /// always keep the instruction's t (in the instance's object space, the same number).
     #[arg(long)]
     pub raw_t: bool,
+    /// (A trace part holds the hits and counters of the shard's waves, numbered as in the
+    /// whole file; `merge` writes the hit file and `--json`. Needs `--memory off`.)
+    #[command(flatten)]
+    pub shard: super::flags::ShardArgs,
 }
 
 /// Runs the memory model over `dispatches`, writing the fetch trace to output `trace`.
@@ -150,38 +156,119 @@ pub fn run_memory_model(
     Ok(model.finish())
 }
 
-/// The `--stats` JSON.
-#[derive(Serialize)]
-struct Stats<'a> {
-    mesh: String,
-    rays_file: String,
-    rays: u64,
+/// The `--json` stats besides the counters and the report: what was traced, how, and how
+/// long it took.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct TraceHead {
+    pub mesh: String,
+    pub rays_file: String,
+    pub rays: u64,
     /// Triangles of a mesh; primitives (triangles and spheres) over all BLASes of a scene.
-    triangles: usize,
+    pub triangles: usize,
     /// A scene's instances and BLASes (absent for a bare mesh).
     #[serde(skip_serializing_if = "Option::is_none")]
-    instances: Option<usize>,
+    pub instances: Option<usize>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    blases: Option<usize>,
+    pub blases: Option<usize>,
     /// The DXR ray flags of the rays ("none" without any) and the instance mask.
-    ray_flags: String,
-    instance_mask: u8,
+    pub ray_flags: String,
+    pub instance_mask: u8,
     /// The BVH build options.
-    options: String,
+    pub options: String,
     /// BVH build + encode, seconds.
-    build_seconds: f64,
+    pub build_seconds: f64,
     /// Tracing only, seconds.
-    trace_seconds: f64,
+    pub trace_seconds: f64,
     /// The memory model's run over the recorded fetches, seconds (0 with it off).
-    memory_model_seconds: f64,
-    threads: usize,
+    pub memory_model_seconds: f64,
+    pub threads: usize,
     /// The build of the wave loop that ran (`portable` or `avx2`).
-    simd: &'static str,
+    pub simd: String,
     /// The host order of a wave's lanes (`by-lane` or `lockstep`).
-    schedule: &'static str,
+    pub schedule: String,
+}
+
+/// The `--json` stats.
+#[derive(Serialize)]
+struct Stats<'a> {
+    #[serde(flatten)]
+    head: &'a TraceHead,
     /// The merged counters (also inside `report`).
     counters: &'a Counters,
     report: &'a Report,
+}
+
+/// What a trace part records besides its hits (the payload: the shard's hit records, as
+/// the hit file has them).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct TracePart {
+    /// The shard's own figures (`rays` its rays, the seconds its own).
+    pub head: TraceHead,
+    /// The shard's first ray in the file, and the file's rays.
+    pub first_ray: u64,
+    pub total_rays: u64,
+    /// Bytes of a hit record (8 for a mesh, 12 for a scene).
+    pub record_bytes: u64,
+    /// What the report is made with.
+    pub wave_lanes: usize,
+    pub strategy: String,
+    pub target: String,
+    pub two_level: bool,
+    pub counters: Counters,
+}
+
+/// Refuses what a trace shard cannot do: its stats and page come from `merge`, and the
+/// memory model runs over the whole job's stream of waves, so a shard cannot run its part.
+fn check_shard_args(args: &TraceArgs, memory_model: bool) -> Result<()> {
+    let not = super::flags::not_with_shard;
+    not(
+        args.json.json.is_some(),
+        "--json",
+        "`merge --json` writes the stats",
+    )?;
+    not(args.html.is_some(), "--html", "trace unsharded for a page")?;
+    not(
+        args.fetch_trace.is_some(),
+        "--fetch-trace",
+        "trace unsharded with the memory model",
+    )?;
+    if memory_model {
+        return Err(Error::field(
+            "--memory",
+            "a shard cannot run the memory model (its caches see the whole job's waves in \
+             one stream): give --memory off, or trace unsharded",
+        ));
+    }
+    Ok(())
+}
+
+/// The identity of a trace job: the BVH image (the mesh or scene and the build options),
+/// the ray file, and every option that changes a hit or a counter.
+fn job_id(args: &TraceArgs, image: &[u8], config: &WaveTracerConfig) -> Result<JobId> {
+    use std::fmt::Write;
+    let mut d = Digest::new();
+    d.field("bvh", image);
+    d.file("rays", &args.rays)?;
+    let _ = write!(
+        d,
+        "wave{} {} {} flags {:?} mask {} raw_t {} build {:?}",
+        config.wave.lanes(),
+        config.console.cli_name,
+        config.strategy.name(),
+        config.ray_flags,
+        config.instance_mask,
+        args.raw_t,
+        args.build.options()
+    );
+    Ok(JobId::new(
+        PartKind::Trace,
+        d,
+        format!(
+            "trace {} --rays {}",
+            args.mesh.display(),
+            args.rays.display()
+        ),
+    ))
 }
 
 pub fn run(args: TraceArgs) -> Result<i32> {
@@ -190,7 +277,7 @@ pub fn run(args: TraceArgs) -> Result<i32> {
     let simd = args.simd.one()?;
     let ray_flags = args.dxr.flags()?;
     let instance_mask = args.dxr.mask()?;
-    let config = WaveTracerConfig {
+    let mut config = WaveTracerConfig {
         wave: args.wave.wave,
         console: args.target.console(),
         strategy: args.traversal,
@@ -209,6 +296,10 @@ pub fn run(args: TraceArgs) -> Result<i32> {
         .transpose()?;
     let started = std::time::SystemTime::now();
     let machine = args.memory.machine(&config.console)?;
+    let shard = args.shard.resolve()?;
+    if shard.is_some() {
+        check_shard_args(&args, machine.is_some())?;
+    }
     if args.fetch_trace.is_some() && machine.is_none() {
         return Err(Error::field(
             "--fetch-trace",
@@ -219,7 +310,19 @@ pub fn run(args: TraceArgs) -> Result<i32> {
         .map(|p| outputs.file("--fetch-trace", p))
         .transpose()?;
     let input = super::input::load(&args.mesh)?;
-    let rays = read_rays(&args.rays)?;
+    let all_rays = read_rays(&args.rays)?;
+    let lanes = config.wave.lanes() as u64;
+    // A shard traces its run of whole waves, numbered as in the whole file.
+    let (first_ray, rays) = match shard {
+        Some(shard) => {
+            let waves = shard.waves((all_rays.len() as u64).div_ceil(lanes));
+            config.first_wave = waves.start;
+            let start = (waves.start * lanes).min(all_rays.len() as u64) as usize;
+            let end = (waves.end * lanes).min(all_rays.len() as u64) as usize;
+            (start, &all_rays[start..end])
+        }
+        None => (0, &all_rays[..]),
+    };
     super::interrupt::check(&outputs)?;
     // What the hit file keeps (no barycentrics or facing: they are not computed).
     let mut hits = vec![HitRecord::MISS; rays.len()];
@@ -228,7 +331,7 @@ pub fn run(args: TraceArgs) -> Result<i32> {
     } else {
         Counters::default()
     };
-    let (primitives, scene_sizes, build_seconds, trace_seconds, bytes) = match &input {
+    let (primitives, scene_sizes, build_seconds, trace_seconds, bytes, job) = match &input {
         Input::Mesh(mesh) => {
             let start = Instant::now();
             let built = pool.install(|| bvh::build(mesh, &args.build.options()))?;
@@ -236,16 +339,19 @@ pub fn run(args: TraceArgs) -> Result<i32> {
             super::interrupt::check(&outputs)?;
             // The image moves into the tracer, which frees it once it has its aligned copy.
             let mut tracer = WaveTracer::from_image(built.image, mesh, config);
+            let job = (shard.is_some())
+                .then(|| job_id(&args, tracer.image_bytes(), &config))
+                .transpose()?;
             let progress = RayProgress::start(rays.len() as u64, "traced");
             tracer.set_progress(progress.rays.clone());
             let start = Instant::now();
-            pool.install(|| tracer.closest_hit_records(&rays, &mut hits, &mut counters));
+            pool.install(|| tracer.closest_hit_records(rays, &mut hits, &mut counters));
             drop(progress);
             let trace_seconds = start.elapsed().as_secs_f64();
             if !args.raw_t {
                 // The hit shader's step, after traversal: an accurate distance for the
                 // chosen hit.
-                for (hit, ray) in hits.iter_mut().zip(&rays) {
+                for (hit, ray) in hits.iter_mut().zip(rays) {
                     hit.t = bvh::refined_distance(mesh, ray, hit.t, hit.prim_id);
                 }
             }
@@ -255,6 +361,7 @@ pub fn run(args: TraceArgs) -> Result<i32> {
                 build_seconds,
                 trace_seconds,
                 encode_hits(&hits),
+                job,
             )
         }
         Input::Scene(scene) => {
@@ -265,10 +372,13 @@ pub fn run(args: TraceArgs) -> Result<i32> {
             let (built, build_seconds) = pool.install(|| scene.build(&options))?;
             super::interrupt::check(&outputs)?;
             let mut tracer = scene.tracer(built, config);
+            let job = (shard.is_some())
+                .then(|| job_id(&args, tracer.image_bytes(), &config))
+                .transpose()?;
             let progress = RayProgress::start(rays.len() as u64, "traced");
             tracer.set_progress(progress.rays.clone());
             let start = Instant::now();
-            pool.install(|| tracer.closest_hit_records(&rays, &mut hits, &mut counters));
+            pool.install(|| tracer.closest_hit_records(rays, &mut hits, &mut counters));
             drop(progress);
             let trace_seconds = start.elapsed().as_secs_f64();
             (
@@ -277,6 +387,7 @@ pub fn run(args: TraceArgs) -> Result<i32> {
                 build_seconds,
                 trace_seconds,
                 encode_scene_hits(&hits),
+                job,
             )
         }
     };
@@ -295,6 +406,56 @@ pub fn run(args: TraceArgs) -> Result<i32> {
     drop(dispatches);
     let memory_seconds = start.elapsed().as_secs_f64();
     super::interrupt::check(&outputs)?;
+    let head = TraceHead {
+        mesh: args.mesh.display().to_string(),
+        rays_file: args.rays.display().to_string(),
+        rays: counters.rays,
+        triangles: primitives,
+        instances: scene_sizes.map(|s| s.0),
+        blases: scene_sizes.map(|s| s.1),
+        ray_flags: ray_flags.names(),
+        instance_mask,
+        options: args.build.options().to_string(),
+        build_seconds,
+        trace_seconds,
+        memory_model_seconds: if memory.is_some() {
+            memory_seconds
+        } else {
+            0.0
+        },
+        threads,
+        simd: config.simd.resolve().name().to_string(),
+        schedule: config.schedule.name().to_string(),
+    };
+    if let (Some(shard), Some(job)) = (shard, job) {
+        let part = TracePart {
+            head,
+            first_ray: first_ray as u64,
+            total_rays: all_rays.len() as u64,
+            record_bytes: if scene_sizes.is_some() { 12 } else { 8 },
+            wave_lanes: config.wave.lanes(),
+            strategy: config.strategy.name(),
+            target: config.console.cli_name.to_string(),
+            two_level: scene_sizes.is_some(),
+            counters,
+        };
+        say!(
+            "{}: rays {}..{} of {} ({} waves from wave {}) traced in {trace_seconds:.3} s; \
+             part {shard} of job {} ({})",
+            args.out.display(),
+            first_ray,
+            first_ray + rays.len(),
+            all_rays.len(),
+            (rays.len() as u64).div_ceil(lanes),
+            config.first_wave,
+            job.job,
+            job.summary
+        );
+        outputs.write(out_id, |w| write_part(w, &job, shard, &part, &bytes))?;
+        super::interrupt::check(&outputs)?;
+        outputs.commit()?;
+        return Ok(0);
+    }
     outputs.write_bytes(out_id, &bytes)?;
     let mut report = Report::new(
         &counters,
@@ -338,25 +499,7 @@ pub fn run(args: TraceArgs) -> Result<i32> {
     say_part!("{}", report.table());
     if let Some(id) = stats_id {
         let stats = Stats {
-            mesh: args.mesh.display().to_string(),
-            rays_file: args.rays.display().to_string(),
-            rays: counters.rays,
-            triangles: primitives,
-            instances: scene_sizes.map(|s| s.0),
-            blases: scene_sizes.map(|s| s.1),
-            ray_flags: ray_flags.names(),
-            instance_mask,
-            options: args.build.options().to_string(),
-            build_seconds,
-            trace_seconds,
-            memory_model_seconds: if memory.is_some() {
-                memory_seconds
-            } else {
-                0.0
-            },
-            threads,
-            simd: config.simd.resolve().name(),
-            schedule: config.schedule.name(),
+            head: &head,
             counters: &counters,
             report: &report,
         };
@@ -402,4 +545,98 @@ pub fn run(args: TraceArgs) -> Result<i32> {
     super::interrupt::check(&outputs)?;
     outputs.commit()?;
     Ok(0)
+}
+
+/// Merges trace parts: their hit records in ray order into the hit file, their counters
+/// summed (per TD too: each shard numbered its waves as in the whole file), and the
+/// `--json` stats of the unsharded trace (build and trace seconds the sums of the shards').
+pub fn merge(
+    parts: &super::merge::Parts,
+    args: &super::merge::MergeArgs,
+    outputs: &mut OutputSet,
+    ids: &super::merge::MergeOutputs,
+) -> Result<()> {
+    let mut hits = Vec::new();
+    let mut counters = Counters::default();
+    let mut first: Option<TracePart> = None;
+    let (mut build_seconds, mut trace_seconds) = (0.0, 0.0);
+    for (path, raw) in parts.containers() {
+        let part: TracePart = raw.data()?;
+        let bad = |message: String| Error::Parse {
+            path: path.to_path_buf(),
+            line: 0,
+            message,
+        };
+        let next_ray = (hits.len() as u64) / part.record_bytes.max(1);
+        if part.first_ray != next_ray
+            || raw.payload.len() as u64 != part.head.rays * part.record_bytes
+        {
+            return Err(bad(format!(
+                "rays {}..{} where the parts before it end at ray {next_ray}",
+                part.first_ray,
+                part.first_ray + part.head.rays
+            )));
+        }
+        if let Some(f) = &first {
+            if (part.total_rays, part.record_bytes) != (f.total_rays, f.record_bytes) {
+                return Err(bad(format!(
+                    "a part of a {}-ray file, not the {} rays of the others",
+                    part.total_rays, f.total_rays
+                )));
+            }
+        }
+        hits.extend_from_slice(&raw.payload);
+        counters.merge(&part.counters);
+        build_seconds += part.head.build_seconds;
+        trace_seconds += part.head.trace_seconds;
+        first.get_or_insert(part);
+    }
+    let Some(first) = first else {
+        return Err(Error::Other("merge: no trace parts".into()));
+    };
+    if (hits.len() as u64) != first.total_rays * first.record_bytes {
+        return Err(Error::Other(format!(
+            "the parts hold {} of the {} rays",
+            hits.len() as u64 / first.record_bytes,
+            first.total_rays
+        )));
+    }
+    outputs.write_bytes(ids.out, &hits)?;
+    let console = match first.target.as_str() {
+        t if t == SERIES_S.cli_name => SERIES_S,
+        _ => SERIES_X,
+    };
+    let mut report = Report::new(
+        &counters,
+        trace_seconds,
+        first.head.threads,
+        first.wave_lanes,
+        &first.strategy,
+        &console,
+    );
+    if first.two_level {
+        report = report.with_levels();
+    }
+    say!(
+        "{}: {} rays traced in {trace_seconds:.3} s over {} shards",
+        args.out.display(),
+        first.total_rays,
+        parts.parts.len()
+    );
+    say_part!("{}", report.table());
+    if let Some(id) = ids.json {
+        let head = TraceHead {
+            rays: counters.rays,
+            build_seconds,
+            trace_seconds,
+            ..first.head
+        };
+        let stats = Stats {
+            head: &head,
+            counters: &counters,
+            report: &report,
+        };
+        super::write_json(outputs, id, &stats)?;
+    }
+    Ok(())
 }

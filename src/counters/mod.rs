@@ -12,13 +12,13 @@ pub mod report;
 
 use crate::hw::peak::{ConsoleConfig, SERIES_S, SERIES_X};
 use crate::memory::FetchLog;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// What the traversal shader did besides issuing the instruction: instance transitions and
 /// their cost, candidate hits, any-hit and intersection shaders, and the TLAS's share of
 /// the box queries (in a flat scene all zero). The TLAS has only box nodes that reach the
 /// TD, so its TD clocks are its box queries; the BLAS's are the rest.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ShaderCounters {
     /// Instance nodes the shader read (masked and culled instances included).
     #[serde(rename = "shader.instance_nodes")]
@@ -69,7 +69,7 @@ impl ShaderCounters {
 }
 
 /// What one TD (texture-data block, the unit that runs `image_bvh_intersect_ray`) did.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TdCounters {
     /// TD clocks: one per active lane per box or triangle instruction.
     pub clocks: u64,
@@ -109,7 +109,7 @@ impl TdCounters {
 
 /// Per-TD counters of both consoles: the same waves assigned to Series S's 20 TDs and to
 /// Series X's 52 TDs (round-robin by wave index, see `wave::td`).
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct PerTd {
     /// One entry per Series S TD (20 once anything was counted).
     pub series_s: Vec<TdCounters>,
@@ -159,7 +159,7 @@ fn merge_vec(dst: &mut Vec<TdCounters>, src: &[TdCounters]) {
 /// Counters of one worker (or, after merging, of a whole run).
 ///
 /// Totals over all TDs are kept directly (`td.*`), so they do not depend on the console.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Counters {
     /// Rays traced.
     pub rays: u64,

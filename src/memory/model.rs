@@ -28,7 +28,7 @@
 use super::cache::Cache;
 use super::fetch::{fetch_span, Dispatch};
 use super::machine::Machine;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 use std::io::Write;
@@ -583,7 +583,7 @@ impl MemoryModel {
 }
 
 /// The memory model's figures as reports print them (and their JSON).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct MemoryReport {
     pub machine: String,
     pub rays: u64,
@@ -594,32 +594,47 @@ pub struct MemoryReport {
     /// and their ratio.
     pub l0_accesses: u64,
     pub l0_hits: u64,
+    #[serde(deserialize_with = "crate::shard::de::f64_or_nan")]
     pub l0_hit_rate: f64,
     pub l1_accesses: u64,
     pub l1_hits: u64,
+    #[serde(deserialize_with = "crate::shard::de::f64_or_nan")]
     pub l1_hit_rate: f64,
     pub l2_accesses: u64,
     pub l2_hits: u64,
+    #[serde(deserialize_with = "crate::shard::de::f64_or_nan")]
     pub l2_hit_rate: f64,
     pub dram_bytes: u64,
+    #[serde(deserialize_with = "crate::shard::de::f64_or_nan")]
     pub dram_bytes_per_ray: f64,
+    #[serde(deserialize_with = "crate::shard::de::f64_or_nan")]
     pub instruction_latency_mean_clocks: f64,
+    #[serde(deserialize_with = "crate::shard::de::f64_or_nan")]
     pub instruction_latency_p99_clocks: f64,
     /// Shares of the CUs' time, in percent: TD accepting lanes, TD idle with waves waiting
     /// on memory, TD idle with waves in shader ALU.
+    #[serde(deserialize_with = "crate::shard::de::f64_or_nan")]
     pub cu_td_percent: f64,
+    #[serde(deserialize_with = "crate::shard::de::f64_or_nan")]
     pub cu_memory_percent: f64,
+    #[serde(deserialize_with = "crate::shard::de::f64_or_nan")]
     pub cu_alu_percent: f64,
     /// `TD`, `bandwidth` or `latency`.
-    pub bound: &'static str,
+    #[serde(deserialize_with = "crate::shard::de::interned")]
+    pub bound: crate::shard::de::Name,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub busiest_link: Option<&'static str>,
+    #[serde(default, deserialize_with = "crate::shard::de::interned_opt")]
+    pub busiest_link: Option<crate::shard::de::Name>,
+    #[serde(deserialize_with = "crate::shard::de::f64_or_nan")]
     pub modelled_seconds: f64,
     /// Rays per second with the memory model.
+    #[serde(deserialize_with = "crate::shard::de::f64_or_nan")]
     pub modelled_rays_per_second: f64,
     /// The TD-only figure of the same run (one TD clock per lane, nothing else), beside it.
+    #[serde(deserialize_with = "crate::shard::de::f64_or_nan")]
     pub td_only_rays_per_second: f64,
     /// A 1920 x 1080 frame of one ray a pixel at the modelled rate, in ms.
+    #[serde(deserialize_with = "crate::shard::de::f64_or_nan")]
     pub frame_ms_1080p: f64,
 }
 

@@ -13,7 +13,7 @@ use crate::traverse::stream::{trace_stream, StreamRays, StreamStats, StreamTally
 use crate::traverse::{LaneOutput, LaneState, StrategyVisitor, WaveRun};
 use crate::wave::{td, BvhMemory, NodeCache, Wave, WaveIntersector, WaveWidth};
 use rayon::prelude::*;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::time::Instant;
 
 /// Rays per parallel block (a multiple of every wave's refill batch).
@@ -23,10 +23,11 @@ const BLOCK_RAYS: usize = 2048;
 pub const REFILL_WAVES: usize = 4;
 
 /// One variant's measurements.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct VariantResult {
     pub name: String,
-    pub axis: &'static str,
+    #[serde(deserialize_with = "crate::shard::de::interned")]
+    pub axis: crate::shard::de::Name,
     pub description: String,
     /// Rays whose hit disagrees with the reference on the same image (0 for a correct
     /// variant).
@@ -37,28 +38,41 @@ pub struct VariantResult {
     pub canonical_diffs: u64,
     /// Position in the ranking by modelled rays/s (1 = fastest); `None` when wrong.
     pub rank: Option<usize>,
+    #[serde(deserialize_with = "crate::shard::de::f64_or_nan")]
     pub td_clocks_per_ray: f64,
     /// Wave instructions issued per ray (one per wave step, shared by its active lanes).
+    #[serde(deserialize_with = "crate::shard::de::f64_or_nan")]
     pub instructions_per_ray: f64,
+    #[serde(deserialize_with = "crate::shard::de::f64_or_nan")]
     pub box_queries_per_ray: f64,
+    #[serde(deserialize_with = "crate::shard::de::f64_or_nan")]
     pub triangle_tests_per_ray: f64,
     /// Active lane slots over available lane slots of issued instructions.
+    #[serde(deserialize_with = "crate::shard::de::f64_or_nan")]
     pub simd_efficiency: f64,
     pub max_stack_depth: u64,
+    #[serde(deserialize_with = "crate::shard::de::f64_or_nan")]
     pub mean_stack_depth: f64,
+    #[serde(deserialize_with = "crate::shard::de::f64_or_nan")]
     pub node_bytes_per_ray: f64,
     /// Restarts from the root (trail) or walk-back steps (walk-back) per ray.
+    #[serde(deserialize_with = "crate::shard::de::f64_or_nan")]
     pub restarts_per_ray: f64,
     /// Rays per second on the target console (busiest TD's clocks), in 10^9.
+    #[serde(deserialize_with = "crate::shard::de::f64_or_nan")]
     pub modelled_grays: f64,
     /// Rays per second if the same clocks were spread evenly over all TDs, in 10^9.
+    #[serde(deserialize_with = "crate::shard::de::f64_or_nan")]
     pub balanced_grays: f64,
     /// Useful box tests per modelled second over the console's peak box-test rate.
+    #[serde(deserialize_with = "crate::shard::de::f64_or_nan")]
     pub peak_share: f64,
     /// Mean over busiest TD clocks on the target console (1 = perfectly balanced; the
     /// modelled rate follows the busiest TD).
+    #[serde(deserialize_with = "crate::shard::de::f64_or_nan")]
     pub td_balance: f64,
     /// Seconds the host took to run the variant.
+    #[serde(deserialize_with = "crate::shard::de::f64_or_nan")]
     pub host_seconds: f64,
     /// BVH image bytes.
     pub bvh_bytes: usize,
@@ -91,15 +105,17 @@ impl VariantResult {
 }
 
 /// A whole profile.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ProfileReport {
     pub input: String,
     pub rays: usize,
     pub ray_kind: String,
     pub query: QueryKind,
-    pub console: &'static str,
+    #[serde(deserialize_with = "crate::shard::de::interned")]
+    pub console: crate::shard::de::Name,
     pub t_tolerance_ulps: u32,
     /// Reference host seconds (scalar traversal of every ray).
+    #[serde(deserialize_with = "crate::shard::de::f64_or_nan")]
     pub reference_seconds: f64,
     /// In rank order; wrong variants last.
     pub variants: Vec<VariantResult>,

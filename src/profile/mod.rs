@@ -52,7 +52,7 @@ use crate::math::{Hit, Ray};
 use crate::memory::Machine;
 use crate::traverse::Query;
 use crate::{Error, Result};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Instant;
 
@@ -61,7 +61,7 @@ use std::time::Instant;
 pub const T_TOLERANCE_ULPS: u32 = 1;
 
 /// What the rays ask for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum QueryKind {
     ClosestHit,
     AnyHit,

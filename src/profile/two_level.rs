@@ -131,6 +131,7 @@ pub fn measure_tlas(
         ray_flags: scene_rays.flags,
         shadow_ray_flags: scene_rays.flags,
         instance_mask: scene_rays.mask,
+        first_wave: 0,
     };
     let (tracer, bytes) = match variant.tlas {
         Some(TlasMode::Flattened) | None => {

@@ -11,6 +11,7 @@ use super::tile::{render_tile, Context, Tile, TileResult};
 use super::{Image, RenderStats};
 use crate::memory::{Dispatch, Machine, MemoryModel, MemoryStats};
 use crate::scene::{BlasShape, Geometry, Lights, Scene};
+use crate::shard::Shard;
 use crate::wave::Tracer;
 use crate::{Error, Result};
 use rayon::prelude::*;
@@ -41,6 +42,10 @@ pub struct RenderOptions {
     /// Render only the film's pixels `x0..x1` x `y0..y1` (a crop window; see
     /// [`crop_window`]); the output image is that rectangle.
     pub crop: Option<[u32; 4]>,
+    /// Render only this shard's tiles (round-robin over the tiles of the image, see
+    /// [`Shard::owns`]); the other pixels stay black and [`RenderOutput::tiles`] lists the
+    /// ones rendered. Every pixel is the same as in the whole render.
+    pub shard: Option<Shard>,
 }
 
 impl RenderOptions {
@@ -56,6 +61,7 @@ impl RenderOptions {
             record_clocks: false,
             memory: None,
             crop: None,
+            shard: None,
         }
     }
 }
@@ -103,6 +109,9 @@ pub struct RenderOutput {
     /// Mean modelled clocks of each pixel's camera rays with the memory model (with
     /// [`RenderOptions::memory`] and `record_clocks`).
     pub camera_memory_clocks: Option<Vec<f32>>,
+    /// The tiles rendered, as `[x0, x1, y0, y1]` pixel ranges of the output image (every
+    /// tile without [`RenderOptions::shard`]).
+    pub tiles: Vec<[u32; 4]>,
 }
 
 /// Renders `scene` through `tracer`.
@@ -170,6 +179,9 @@ pub fn render(
             };
             (t.x0 < t.x1 && t.y0 < t.y1).then_some(t)
         })
+        .enumerate()
+        .filter(|(k, _)| opts.shard.is_none_or(|s| s.owns(*k)))
+        .map(|(_, t)| t)
         .collect();
     let passes = opts.spp.div_ceil(opts.samples_per_pass);
     let jobs = Jobs {
@@ -251,6 +263,10 @@ pub fn render(
         interrupted,
         memory: model.as_ref().map(MemoryModel::finish),
         camera_memory_clocks,
+        tiles: tiles
+            .iter()
+            .map(|t| [t.x0 - cx0, t.x1 - cx0, t.y0 - cy0, t.y1 - cy0])
+            .collect(),
     })
 }
 

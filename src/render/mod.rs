@@ -30,7 +30,8 @@ pub use bsdf::{fresnel_dielectric, Bsdf, BsdfSample};
 pub use heatmap::{heatmap_rgb8, ramp};
 pub use integrator::{crop_window, render, Control, RenderOptions, RenderOutput, RenderProgress};
 pub use output::{
-    check_exposure, encode_exr, encode_image, encode_png, to_srgb8, write_image, ImageFormat,
+    check_exposure, encode_exr, encode_exr_with, encode_image, encode_png, read_exr, to_srgb8,
+    write_image, ImageFormat,
 };
 pub use rng::Rng;
 pub use stats::{RayKindStats, RenderStats};

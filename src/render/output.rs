@@ -59,6 +59,16 @@ pub fn encode_png(w: &mut dyn Write, width: u32, height: u32, rgb: &[u8]) -> Res
 /// run to run. In increasing order the file is a function of the pixels alone, like the
 /// PNG.
 pub fn encode_exr(w: &mut dyn Write, image: &Image) -> Result<()> {
+    encode_exr_with(w, image, &[])
+}
+
+/// [`encode_exr`] with text attributes (name, value) added to the header, as the render
+/// parts of a sharded job carry their job, shard and counters.
+pub fn encode_exr_with(
+    w: &mut dyn Write,
+    image: &Image,
+    attributes: &[(&str, &str)],
+) -> Result<()> {
     use exr::prelude::*;
     let (width, height) = (image.width as usize, image.height as usize);
     let channels = SpecificChannels::rgb(|Vec2(x, y): Vec2<usize>| {
@@ -69,13 +79,64 @@ pub fn encode_exr(w: &mut dyn Write, image: &Image) -> Result<()> {
         line_order: LineOrder::Increasing,
         ..Encoding::FAST_LOSSLESS
     };
+    let mut exr = Image::from_encoded_channels((width, height), encoding, channels);
+    for (name, value) in attributes {
+        // EXR text is bytes; UTF-8 goes through unchanged.
+        let text = |s: &str| Text::from_slice_unchecked(s.as_bytes());
+        exr.layer_data
+            .attributes
+            .other
+            .insert(text(name), AttributeValue::Text(text(value)));
+    }
     let mut buf = std::io::Cursor::new(Vec::new());
-    Image::from_encoded_channels((width, height), encoding, channels)
-        .write()
+    exr.write()
         .to_buffered(&mut buf)
         .map_err(|e| crate::Error::Other(format!("EXR encoding failed: {e}")))?;
     w.write_all(buf.get_ref())
         .map_err(|e| crate::Error::Other(format!("write failed: {e}")))
+}
+
+/// Reads an RGB EXR written by [`encode_exr_with`] (f32 channels R, G, B; any others are
+/// ignored): its image and its header's text attributes. Errors name `path`.
+pub fn read_exr(path: &Path) -> Result<(Image, Vec<(String, String)>)> {
+    use exr::prelude::{read_first_flat_layer_from_file, AttributeValue, FlatSamples, Text};
+    let bad = |message: String| crate::Error::Parse {
+        path: path.to_path_buf(),
+        line: 0,
+        message,
+    };
+    let exr = read_first_flat_layer_from_file(path)
+        .map_err(|e| bad(format!("not a readable EXR file: {e}")))?;
+    let layer = &exr.layer_data;
+    let (width, height) = (layer.size.width(), layer.size.height());
+    let channel = |name: &str| -> Result<&[f32]> {
+        let c = (layer.channel_data.list.iter())
+            .find(|c| c.name.to_string() == name)
+            .ok_or_else(|| bad(format!("no {name} channel")))?;
+        match &c.sample_data {
+            FlatSamples::F32(v) if v.len() == width * height => Ok(v),
+            _ => Err(bad(format!(
+                "channel {name} is not {width}x{height} f32 samples"
+            ))),
+        }
+    };
+    let (r, g, b) = (channel("R")?, channel("G")?, channel("B")?);
+    let image = Image {
+        width: u32::try_from(width).map_err(|_| bad(format!("{width} pixels wide")))?,
+        height: u32::try_from(height).map_err(|_| bad(format!("{height} pixels high")))?,
+        pixels: (0..width * height)
+            .map(|i| glam::Vec3::new(r[i], g[i], b[i]))
+            .collect(),
+    };
+    let text = |t: &Text| String::from_utf8_lossy(t.bytes()).into_owned();
+    let mut attributes: Vec<(String, String)> = (layer.attributes.other.iter())
+        .filter_map(|(name, value)| match value {
+            AttributeValue::Text(t) => Some((text(name), text(t))),
+            _ => None,
+        })
+        .collect();
+    attributes.sort();
+    Ok((image, attributes))
 }
 
 /// Refuses a NaN or infinite exposure (it would write a black or white PNG); `field` names

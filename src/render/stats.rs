@@ -3,10 +3,10 @@
 //! merges them in tile order.
 
 use crate::counters::Counters;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Counters of one ray kind: the tracer's hardware counters and the number of queries.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct RayKindStats {
     /// Rays traced.
     pub rays: u64,
@@ -25,7 +25,7 @@ impl RayKindStats {
 }
 
 /// What a render did.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct RenderStats {
     pub width: u32,
     pub height: u32,
@@ -46,7 +46,7 @@ pub struct RenderStats {
 impl RenderStats {
     /// Adds the counts of `o` (one tile job) into `self`; size, `spp` and time are the
     /// render's own and stay.
-    pub(super) fn merge(&mut self, o: &RenderStats) {
+    pub fn merge(&mut self, o: &RenderStats) {
         self.camera.merge(&o.camera);
         self.bounce.merge(&o.bounce);
         self.shadow.merge(&o.shadow);

@@ -93,6 +93,7 @@ pub use light::{luminance, EnvMap, Environment, LightSample, Lights, TriangleLig
 pub use material::{Material, MaterialKind};
 pub use texture::{linear_to_srgb8, srgb_to_linear, Texture, TEXTURE_SWIZZLE_MODE};
 
+use crate::shard::Digest;
 use crate::Result;
 use glam::{Vec2, Vec3};
 use std::path::Path;
@@ -197,6 +198,50 @@ pub struct Scene {
 }
 
 impl Scene {
+    /// Adds everything a render of the scene depends on to `digest` (the job identity of a
+    /// sharded render): geometry and instances, materials, camera, film, environment, and
+    /// each texture's and environment map's file. Errors name a file that cannot be read
+    /// again.
+    pub fn add_to_digest(&self, digest: &mut Digest) -> Result<()> {
+        use std::fmt::Write;
+        let geometry = |d: &mut Digest, g: &Geometry| {
+            d.field("positions", bytemuck::cast_slice(&g.positions))
+                .field("indices", bytemuck::cast_slice(&g.indices))
+                .field("uvs", bytemuck::cast_slice(&g.uvs))
+                .field("normals", bytemuck::cast_slice(&g.normals))
+                .field("materials", bytemuck::cast_slice(&g.materials));
+        };
+        geometry(digest, &self.geometry);
+        for b in &self.blases {
+            let _ = write!(digest, "blas {} opaque {}", b.name, b.opaque);
+            match &b.shape {
+                BlasShape::Triangles(g) => geometry(digest, g),
+                BlasShape::Spheres(s) => {
+                    let _ = write!(digest, "{s:?}");
+                }
+            }
+        }
+        let _ = write!(
+            digest,
+            "{:?} {:?} {:?} spp {} depth {} {:?}",
+            self.instances, self.materials, self.camera, self.spp, self.max_depth, self.film
+        );
+        for t in &self.textures {
+            digest.file("texture", &t.path)?;
+        }
+        match &self.environment {
+            Environment::Constant(c) => {
+                let _ = write!(digest, "environment {c:?}");
+            }
+            Environment::Map(m) => {
+                let _ = write!(digest, "environment map {}x{}", m.width, m.height);
+                for t in &m.texels {
+                    digest.bytes(bytemuck::cast_slice(&t.to_array()));
+                }
+            }
+        }
+        Ok(())
+    }
     /// An empty scene (no geometry, black environment) seen by `camera`.
     pub fn new(camera: Camera, film: FilmSize) -> Self {
         Scene {

@@ -220,6 +220,10 @@ pub struct WaveTracerConfig {
     pub shadow_ray_flags: RayFlags,
     /// The instance inclusion mask (ANDed with each instance's mask).
     pub instance_mask: u8,
+    /// The global index of the first wave of every call: a wave's TD is its index modulo
+    /// the TD count, so a shard of a ray file that starts at its first wave's index counts
+    /// into the same TDs as the whole file.
+    pub first_wave: u64,
 }
 
 impl Default for WaveTracerConfig {
@@ -234,6 +238,7 @@ impl Default for WaveTracerConfig {
             ray_flags: RayFlags::NONE,
             shadow_ray_flags: RayFlags::NONE,
             instance_mask: 0xFF,
+            first_wave: 0,
         }
     }
 }

@@ -429,6 +429,11 @@ impl WaveTracer {
         self.image.len
     }
 
+    /// The BVH image the tracer reads (a two-level image: TLAS and BLASes).
+    pub fn image_bytes(&self) -> &[u8] {
+        self.image.bytes()
+    }
+
     pub fn config(&self) -> &WaveTracerConfig {
         &self.config
     }
@@ -571,7 +576,7 @@ impl WaveTracer {
                          local: &mut Counters,
                          (b, (rays, out)): (usize, (&[Ray], &mut [O]))| {
             let outputs = &mut scratch.outputs[..rays.len()];
-            let first_wave = (b * CHUNK_WAVES) as u64;
+            let first_wave = self.config.first_wave + (b * CHUNK_WAVES) as u64;
             match schedule {
                 Schedule::Lockstep => {
                     let kernel = LockstepBlock::<T, P, W, H> {
