@@ -161,6 +161,8 @@ fn shared_flags_have_one_name_and_one_default_in_every_command() {
         ("--target", Some("series-x")),
         ("--simd", Some("auto")),
         ("--json", None),
+        ("--shard", None),
+        ("--shard-count", None),
         ("--box", Some("mixed")),
         ("--tris-per-node", Some("2")),
         ("--max-area-growth", Some("0.05")),
@@ -239,6 +241,10 @@ fn shared_flags_have_one_name_and_one_default_in_every_command() {
     }
     for name in ["bvh", "trace", "bench"] {
         assert!(has("--box", name), "{name} lacks the build options");
+    }
+    for name in ["render", "trace", "profile", "bench"] {
+        assert!(has("--shard", name), "{name} lacks --shard");
+        assert!(has("--shard-count", name), "{name} lacks --shard-count");
     }
     for name in ["tiling swizzle", "tiling unswizzle"] {
         let text = help_of(&["tiling", name.split(' ').nth(1).unwrap()]);

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# CPU time of a job split into N shards against the unsharded job, for `render` (Cornell,
+# 16 spp) and `profile` (bunny, every variant): user + system seconds of every process,
+# summed over the shards (merge excluded), one thread each, alternating in the same rounds.
+# Prints each round's figures and the median ratio (shards / whole) per command.
+#
+#   scripts/shard-overhead.sh [BINARY] [SHARDS] [ROUNDS]
+#
+# Defaults: target/release/wavetrace, 4 shards, 5 rounds.
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+bin=${1:-$repo/target/release/wavetrace}
+shards=${2:-4}
+rounds=${3:-5}
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+cpu() { # CPU seconds (user + system) of one run of wavetrace "$@"
+    /usr/bin/time -f '%U %S' -o "$out/t" "$bin" "$@" >/dev/null 2>"$out/err" || {
+        cat "$out/err" >&2
+        exit 1
+    }
+    awk '{ printf "%.3f", $1 + $2 }' "$out/t"
+}
+render=(render "$repo/scenes/cornell/cornell.toml" --spp 16 --threads 1)
+profile=(profile "$repo/../shared/data/scenes/bunny.obj.gz" --strategies all --threads 1)
+for job in render profile; do
+    declare -n args=$job
+    ext=$([ "$job" = render ] && echo exr || echo wtpart)
+    ratios=()
+    for round in $(seq 1 "$rounds"); do
+        if [ "$job" = render ]; then
+            whole=$(cpu "${args[@]}" --memory off -o "$out/whole.png")
+        else
+            whole=$(cpu "${args[@]}" --json "$out/whole.json")
+        fi
+        sum=0
+        for i in $(seq 0 $((shards - 1))); do
+            t=$(cpu "${args[@]}" --shard "$i/$shards" -o "$out/part-$i.$ext")
+            sum=$(awk -v a="$sum" -v b="$t" 'BEGIN { printf "%.3f", a + b }')
+        done
+        ratio=$(awk -v a="$sum" -v b="$whole" 'BEGIN { printf "%.4f", a / b }')
+        ratios+=("$ratio")
+        echo "$job round $round: whole $whole s, $shards shards $sum s, ratio $ratio"
+    done
+    median=$(printf '%s\n' "${ratios[@]}" | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')
+    echo "$job: median CPU-time ratio, $shards shards / whole: $median"
+done
