@@ -168,11 +168,7 @@ pub fn run(mut args: BenchArgs) -> Result<i32> {
     let job_files = args.rays.clone();
     if let Some(shard) = shard {
         let not = super::flags::not_with_shard;
-        not(
-            args.json.json.is_some(),
-            "--json",
-            "`merge --json` writes the report",
-        )?;
+        args.json.refuse_with_shard()?;
         not(args.flatten, "--flatten", "bench the scene unsharded")?;
         args.rays = (job_files.iter().enumerate())
             .filter(|(k, _)| shard.owns(*k))

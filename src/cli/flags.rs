@@ -126,6 +126,15 @@ impl JsonArg {
         }
         Ok(Some(id))
     }
+
+    /// Refuses `--json` beside `--shard`: `merge --json` writes the job's report.
+    pub fn refuse_with_shard(&self) -> Result<()> {
+        not_with_shard(
+            self.json.is_some(),
+            "--json",
+            "`merge --json` writes the job's report",
+        )
+    }
 }
 
 /// `--shard I/N|auto` and `--shard-count N`: do one shard of a job and write a part file for

@@ -67,8 +67,9 @@ pub struct ProfileArgs {
     pub dxr: super::input::DxrArgs,
     #[command(flatten)]
     pub memory: super::input::MemoryArgs,
-    /// (A profile part holds the rows of the shard's variants, round-robin over the
-    /// selected ones; `merge` ranks them all and writes the table, CSV and JSON.)
+    /// (A profile part holds the rows of the shard's variants: the selected ones split so
+    /// that the variants of one BVH build stay together where the balance allows; `merge`
+    /// ranks them all and writes the table, CSV and JSON.)
     #[command(flatten)]
     pub shard: super::flags::ShardArgs,
     /// With --shard: the part file to write.
@@ -165,10 +166,7 @@ pub fn run(args: ProfileArgs) -> Result<i32> {
     let variants = match shard {
         Some(shard) => {
             check_shard_args(&args)?;
-            (variants.into_iter().enumerate())
-                .filter(|(k, _)| shard.owns(*k))
-                .map(|(_, v)| v)
-                .collect()
+            profile::shard_variants(&variants, shard)
         }
         None => {
             if let Some(out) = &args.out {
@@ -508,7 +506,7 @@ fn report_json(report: &profile::ProfileReport) -> Result<String> {
 /// What a profile part records: the rows of its variants and the job's variant list.
 #[derive(serde::Serialize, serde::Deserialize)]
 struct ProfilePart {
-    /// Every variant of the job, in selection order (the shards split it round-robin).
+    /// Every variant of the job, in selection order (see `profile::shard_variants`).
     job_variants: Vec<String>,
     seed: u64,
     size: (u32, u32),
@@ -527,11 +525,7 @@ fn check_shard_args(args: &ProfileArgs) -> Result<()> {
         ));
     }
     not(args.csv.is_some(), "--csv", "`merge --csv` writes the CSV")?;
-    not(
-        args.json.json.is_some(),
-        "--json",
-        "`merge --json` writes the report",
-    )?;
+    args.json.refuse_with_shard()?;
     not(
         args.html.is_some(),
         "--html",
@@ -602,22 +596,6 @@ pub fn merge(
             line: 0,
             message,
         };
-        let shard = raw.shard;
-        let owned: Vec<&String> = (part.job_variants.iter().enumerate())
-            .filter(|(k, _)| shard.owns(*k))
-            .map(|(_, v)| v)
-            .collect();
-        let mut names: Vec<&String> = part.report.variants.iter().map(|v| &v.name).collect();
-        let mut expected = owned.clone();
-        names.sort();
-        expected.sort();
-        if names != expected {
-            return Err(bad(format!(
-                "rows for {} variants where shard {shard} owns {}",
-                names.len(),
-                expected.len()
-            )));
-        }
         match &mut merged {
             None => merged = Some((part.report, part.job_variants)),
             Some((report, job_variants)) => {
@@ -633,9 +611,21 @@ pub fn merge(
             }
         }
     }
-    let Some((mut report, _)) = merged else {
+    let Some((mut report, job_variants)) = merged else {
         return Err(Error::Other("merge: no profile parts".into()));
     };
+    // Every variant of the job exactly once (parts of one job split it the same way).
+    let mut rows: Vec<&str> = report.variants.iter().map(|v| v.name.as_str()).collect();
+    let mut want: Vec<&str> = job_variants.iter().map(String::as_str).collect();
+    rows.sort_unstable();
+    want.sort_unstable();
+    if rows != want {
+        return Err(Error::Other(format!(
+            "the parts hold {} rows for the job's {} variants",
+            rows.len(),
+            want.len()
+        )));
+    }
     profile::rank(&mut report.variants);
     let wrong = print_report(&report, args.wide);
     let out = args.out.to_string_lossy().to_ascii_lowercase();

@@ -223,11 +223,7 @@ fn check_shard_args(args: &RenderArgs) -> Result<()> {
         ));
     }
     let not = super::flags::not_with_shard;
-    not(
-        args.json.json.is_some(),
-        "--json",
-        "`merge --json` writes the stats",
-    )?;
+    args.json.refuse_with_shard()?;
     not(
         args.heatmap.is_some(),
         "--heatmap",

@@ -221,11 +221,7 @@ pub struct TracePart {
 /// memory model runs over the whole job's stream of waves, so a shard cannot run its part.
 fn check_shard_args(args: &TraceArgs, memory_model: bool) -> Result<()> {
     let not = super::flags::not_with_shard;
-    not(
-        args.json.json.is_some(),
-        "--json",
-        "`merge --json` writes the stats",
-    )?;
+    args.json.refuse_with_shard()?;
     not(args.html.is_some(), "--html", "trace unsharded for a page")?;
     not(
         args.fetch_trace.is_some(),

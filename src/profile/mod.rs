@@ -43,7 +43,8 @@ pub use table::{
     ranking_summary, row, shared_scale, to_compact_table, to_csv, to_table, COLUMNS, SHORT_COLUMNS,
 };
 pub use variants::{
-    all_variants, select_scene_variants, select_variants, tlas_variants, TlasMode, Variant,
+    all_variants, select_scene_variants, select_variants, shard_variants, tlas_variants, TlasMode,
+    Variant,
 };
 
 use crate::bvh::{self, BuildOptions, BvhImage, Mesh};

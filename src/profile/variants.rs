@@ -2,6 +2,7 @@
 
 use super::rays::RayOrder;
 use crate::bvh::{BoxFormat, BuildOptions, NodeOrder};
+use crate::shard::Shard;
 use crate::traverse::Strategy;
 use crate::wave::WaveWidth;
 use crate::{Error, Result};
@@ -251,4 +252,114 @@ fn select_from(all: Vec<Variant>, list: &str) -> Result<Vec<Variant>> {
         return Err(Error::field("--strategies", "names no variant"));
     }
     Ok(out)
+}
+
+/// The variants shard `shard` profiles: a deterministic split of `variants` that keeps the
+/// variants of one build together where it can, since each shard builds the image and runs
+/// the scalar reference once per distinct build it has (a round-robin split would repeat
+/// both in every shard).
+///
+/// Variants are grouped by build (box sorting aside: it is a descriptor bit on the same
+/// image; each TLAS variant alone); a group larger than `ceil(variants / shards)` is cut into
+/// runs of that size so that the shards stay balanced; the runs, largest first, go to the
+/// shard with the least work so far (a run costs its variants plus one for its build),
+/// the lowest index on a tie. Every variant goes to exactly one shard; the order within a
+/// shard is the selection order.
+pub fn shard_variants(variants: &[Variant], shard: Shard) -> Vec<Variant> {
+    let count = shard.count as usize;
+    let key = |v: &Variant| {
+        (v.tlas.is_none()).then_some(BuildOptions {
+            box_sort: true,
+            ..v.build
+        })
+    };
+    // Groups in order of first appearance: the indices of their variants.
+    let mut groups: Vec<(Option<BuildOptions>, Vec<usize>)> = Vec::new();
+    for (i, v) in variants.iter().enumerate() {
+        let k = key(v);
+        match groups.iter_mut().find(|(g, _)| k.is_some() && *g == k) {
+            Some((_, members)) => members.push(i),
+            None => groups.push((k, vec![i])),
+        }
+    }
+    let most = variants.len().div_ceil(count).max(1);
+    let mut runs: Vec<&[usize]> = groups
+        .iter()
+        .flat_map(|(_, members)| members.chunks(most))
+        .collect();
+    // Largest first; the sort is stable, so equal runs keep their order.
+    runs.sort_by_key(|r| std::cmp::Reverse(r.len()));
+    let mut load = vec![0usize; count];
+    let mut owner = vec![0usize; variants.len()];
+    for run in runs {
+        let (target, _) = (load.iter().enumerate())
+            .min_by_key(|&(s, &l)| (l, s))
+            .expect("at least one shard");
+        load[target] += run.len() + 1;
+        for &i in run {
+            owner[i] = target;
+        }
+    }
+    (variants.iter().zip(&owner))
+        .filter(|(_, &o)| o == shard.index as usize)
+        .map(|(v, _)| v.clone())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shards_take_every_variant_once_keep_builds_together_and_stay_balanced() {
+        let all = all_variants();
+        let build = |v: &Variant| BuildOptions {
+            box_sort: true,
+            ..v.build
+        };
+        let mut builds: Vec<BuildOptions> = Vec::new();
+        for v in &all {
+            if !builds.contains(&build(v)) {
+                builds.push(build(v));
+            }
+        }
+        for count in [1u32, 2, 3, 4, 7, 40] {
+            let shards: Vec<Vec<Variant>> = (0..count)
+                .map(|index| shard_variants(&all, Shard { index, count }))
+                .collect();
+            // Each variant once, in selection order within its shard.
+            let mut names: Vec<&str> = shards.iter().flatten().map(|v| v.name.as_str()).collect();
+            assert_eq!(names.len(), all.len());
+            names.sort_unstable();
+            names.dedup();
+            assert_eq!(names.len(), all.len(), "{count} shards");
+            for s in &shards {
+                let order: Vec<usize> = (s.iter())
+                    .map(|v| all.iter().position(|a| a.name == v.name).unwrap())
+                    .collect();
+                assert!(order.windows(2).all(|w| w[0] < w[1]));
+            }
+            // The builds made over all shards: at most one per build and per cut of a large
+            // group, where round-robin repeats most of them.
+            let most = all.len().div_ceil(count as usize);
+            let cuts: usize = (builds.iter())
+                .map(|b| all.iter().filter(|v| build(v) == *b).count().div_ceil(most))
+                .sum();
+            let made: usize = (shards.iter())
+                .map(|s| {
+                    let mut seen: Vec<BuildOptions> = Vec::new();
+                    for v in s {
+                        if !seen.contains(&build(v)) {
+                            seen.push(build(v));
+                        }
+                    }
+                    seen.len()
+                })
+                .sum();
+            assert!(made <= cuts, "{count} shards: {made} builds > {cuts}");
+            // No shard has more than twice its share of variants (plus one).
+            let largest = shards.iter().map(Vec::len).max().unwrap();
+            assert!(largest <= 2 * most + 1, "{count} shards: {largest}");
+        }
+    }
 }
