@@ -139,7 +139,11 @@ fn render_parts_are_exr_images_and_merge_to_the_same_exr() {
     let rendered = (image.pixels.iter().zip(&whole_image.pixels))
         .filter(|(p, w)| **p == **w && **p != glam::Vec3::ZERO)
         .count();
-    let black = image.pixels.iter().filter(|p| **p == glam::Vec3::ZERO).count();
+    let black = image
+        .pixels
+        .iter()
+        .filter(|p| **p == glam::Vec3::ZERO)
+        .count();
     assert!(rendered > 0 && black > 0 && rendered + black == image.pixels.len());
     let shard = attributes.iter().find(|(k, _)| k == "wavetrace.shard");
     assert_eq!(shard.map(|(_, v)| v.as_str()), Some("2/3"));
@@ -241,7 +245,10 @@ fn profile_shards_merge_to_the_unsharded_rows() {
         .arg(&whole_csv));
     let whole = without_timing(json(&whole_json));
     assert!(whole["variants"].as_array().unwrap().len() >= 25);
-    let whole_csv = csv_without(&std::fs::read_to_string(&whole_csv).unwrap(), "host_seconds");
+    let whole_csv = csv_without(
+        &std::fs::read_to_string(&whole_csv).unwrap(),
+        "host_seconds",
+    );
     for n in COUNTS {
         let parts = run_shards(dir.path(), "profile", n, "wtpart", &common);
         let (report, csv) = (
@@ -371,7 +378,12 @@ fn shard_auto_reads_slurm_and_kubernetes_indices() {
         .arg(&k8s)
         .env("JOB_COMPLETION_INDEX", "1"));
     let merged = d.join("merged.png");
-    ok(wavetrace().args(["merge"]).arg(&slurm).arg(&k8s).arg("-o").arg(&merged));
+    ok(wavetrace()
+        .args(["merge"])
+        .arg(&slurm)
+        .arg(&k8s)
+        .arg("-o")
+        .arg(&merged));
     assert!(std::fs::read(&merged).unwrap() == std::fs::read(&whole).unwrap());
 
     // Without a task index, or with a shard out of range: exit 2, nothing written.
