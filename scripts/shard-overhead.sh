@@ -6,8 +6,9 @@
 #
 #   scripts/shard-overhead.sh [BINARY] [SHARDS] [ROUNDS]
 #
-# Defaults: target/release/wavetrace, 4 shards, 5 rounds. PROFILE_OPTS adds options to the
-# profile job (e.g. PROFILE_OPTS="--rays diffuse --size 512x512").
+# Defaults: target/release/wavetrace, 4 shards, 5 rounds. PROFILE_INPUT names the profiled
+# mesh or scene (default: the shared bunny), PROFILE_OPTS adds options (e.g.
+# PROFILE_OPTS="--rays diffuse --size 512x512").
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 bin=${1:-$repo/target/release/wavetrace}
@@ -24,7 +25,7 @@ cpu() { # CPU seconds (user + system) of one run of wavetrace "$@"
 }
 render=(render "$repo/scenes/cornell/cornell.toml" --spp 16 --threads 1)
 # shellcheck disable=SC2206
-profile=(profile "$repo/../shared/data/scenes/bunny.obj.gz" --strategies all --threads 1 ${PROFILE_OPTS:-})
+profile=(profile "${PROFILE_INPUT:-$repo/../shared/data/scenes/bunny.obj.gz}" --strategies all --threads 1 ${PROFILE_OPTS:-})
 for job in render profile; do
     declare -n args=$job
     ext=$([ "$job" = render ] && echo exr || echo wtpart)

@@ -322,3 +322,42 @@ fn all_variants_agree_on_the_shipped_cornell_scene() {
         check_all(&mesh, &set, &hits);
     }
 }
+
+/// The canonical image's hits that every profile computes first (the ray sets' sources and
+/// the `vs fp32` column) come from the wave model; they must be the scalar traversal's
+/// hits, every field bit for bit, on the profile's own ray sets over the shared meshes.
+#[test]
+fn canonical_hits_are_the_scalar_traversals_hits() {
+    for name in ["bunny.obj.gz", "sponza.obj.gz"] {
+        let mesh = shared(name);
+        let image = profile::reference_image(&mesh).unwrap();
+        let camera = PinholeCamera::framing(&profile::mesh_bounds(&mesh));
+        let primary = camera.primary_rays(96, 96);
+        let mut sets = vec![primary.clone()];
+        for kind in [RayKind::Diffuse, RayKind::Ao, RayKind::Shadow] {
+            sets.push(
+                profile::make_rays(kind, &mesh, &image, primary.clone(), 7)
+                    .0
+                    .rays,
+            );
+        }
+        sets.push(random_rays(4000, 13));
+        let mut found = 0;
+        for rays in &sets {
+            let fast = profile::canonical_hits(&image, &mesh, rays);
+            let scalar = profile::reference_hits(&image, &mesh, rays);
+            found += scalar.iter().filter(|h| h.is_hit()).count();
+            for (i, (f, s)) in fast.iter().zip(&scalar).enumerate() {
+                assert!(
+                    f.t.to_bits() == s.t.to_bits()
+                        && f.prim_id == s.prim_id
+                        && f.bary.map(f32::to_bits) == s.bary.map(f32::to_bits)
+                        && f.front_face == s.front_face
+                        && f.instance == s.instance,
+                    "{name} ray {i}: wave {f:?}, scalar {s:?}"
+                );
+            }
+        }
+        assert!(found > 5000, "{name}: {found} hits");
+    }
+}

@@ -252,7 +252,7 @@ pub fn run(args: ProfileArgs) -> Result<i32> {
             variants.iter().cloned().partition(|v| v.tlas.is_some());
         let reference = match (reference, &scene) {
             // The scene's variants all need the canonical reference: computed once here.
-            (None, Some(_)) => Some(profile::reference_hits(
+            (None, Some(_)) => Some(profile::canonical_hits(
                 &profile::reference_image(&mesh)?,
                 &mesh,
                 &set.rays,

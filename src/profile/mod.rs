@@ -36,8 +36,8 @@ pub use measure::{
     ulp_distance, Figures, ProfileReport, VariantResult, REFILL_WAVES,
 };
 pub use sets::{
-    make_rays, mesh_bounds, reference_hits, reference_image, scene_mesh, scene_primary_rays,
-    RayKind,
+    canonical_hits, make_rays, mesh_bounds, reference_hits, reference_image, scene_mesh,
+    scene_primary_rays, RayKind,
 };
 pub use table::{
     ranking_summary, row, shared_scale, to_compact_table, to_csv, to_table, COLUMNS, SHORT_COLUMNS,
@@ -181,7 +181,7 @@ pub fn profile_until(
         Some(r) => r,
         None => {
             let image = reference_image(mesh)?;
-            owned = reference_hits(&image, mesh, &set.rays);
+            owned = canonical_hits(&image, mesh, &set.rays);
             &owned
         }
     };

@@ -3,7 +3,10 @@
 
 use super::{rays, QueryKind, RaySet};
 use crate::bvh::{self, BoxFormat, BuildOptions, BvhImage, Mesh};
+use crate::counters::Counters;
 use crate::math::{Hit, Ray};
+use crate::traverse::{WaveTracer, WaveTracerConfig};
+use crate::wave::Tracer;
 use crate::Result;
 use rayon::prelude::*;
 
@@ -22,6 +25,20 @@ pub fn reference_hits(image: &BvhImage, mesh: &Mesh, rays: &[Ray]) -> Vec<Hit> {
     rays.par_iter()
         .map(|r| bvh::closest_hit_scalar(image, mesh, r))
         .collect()
+}
+
+/// The hits of [`reference_hits`] (t, primitive, barycentrics and facing, bit for bit),
+/// found by the wave model's full-stack traversal, several times faster: the wave tracer is
+/// held equal to the scalar traversal on every build (`tests/trace_equivalence.rs`, and
+/// `tests/profile_equivalence.rs` on the profile's own sets). For the canonical image's
+/// hits, which every profile (and every shard of one) computes before its first variant:
+/// the ray sets' sources and the `vs fp32` column. Each variant's guard keeps the scalar
+/// traversal.
+pub fn canonical_hits(image: &BvhImage, mesh: &Mesh, rays: &[Ray]) -> Vec<Hit> {
+    let tracer = WaveTracer::new(image, mesh, WaveTracerConfig::default());
+    let mut hits = vec![Hit::MISS; rays.len()];
+    tracer.closest_hits(rays, &mut hits, None, &mut Counters::default());
+    hits
 }
 
 /// The built-in ray sets.
@@ -68,7 +85,7 @@ pub fn make_rays(
     primary: Vec<Ray>,
     seed: u64,
 ) -> (RaySet, Option<Vec<Hit>>) {
-    let hits = reference_hits(reference, mesh, &primary);
+    let hits = canonical_hits(reference, mesh, &primary);
     let bounds = mesh_bounds(mesh);
     let diagonal = bounds.extent().length();
     let eps = 1e-4 * diagonal;

@@ -255,18 +255,27 @@ fn select_from(all: Vec<Variant>, list: &str) -> Result<Vec<Variant>> {
 }
 
 /// The variants shard `shard` profiles: a deterministic split of `variants` that keeps the
-/// variants of one build together where it can, since each shard builds the image and runs
-/// the scalar reference once per distinct build it has (a round-robin split would repeat
-/// both in every shard).
+/// variants of one build together where the balance allows, since each shard builds the
+/// image and runs the scalar guard reference once per distinct build it has (a round-robin
+/// split repeats both in most shards).
 ///
 /// Variants are grouped by build (box sorting aside: it is a descriptor bit on the same
-/// image; each TLAS variant alone); a group larger than `ceil(variants / shards)` is cut into
-/// runs of that size so that the shards stay balanced; the runs, largest first, go to the
-/// shard with the least work so far (a run costs its variants plus one for its build),
-/// the lowest index on a tie. Every variant goes to exactly one shard; the order within a
-/// shard is the selection order.
+/// image; each TLAS variant alone). Groups are cut into runs of at most `cut` variants, and
+/// the runs, largest first, go to the shard with the least work so far (a run costs its
+/// variants plus one for its build; the lowest index on a tie). `cut` is the largest run
+/// size whose busiest shard stays within an eighth of the even share, so a large group is
+/// cut only as much as the balance needs. Every variant goes to exactly one shard; the
+/// order within a shard is the selection order.
 pub fn shard_variants(variants: &[Variant], shard: Shard) -> Vec<Variant> {
-    let count = shard.count as usize;
+    let owner = shard_owners(variants, shard.count as usize);
+    (variants.iter().zip(&owner))
+        .filter(|(_, &o)| o == shard.index as usize)
+        .map(|(v, _)| v.clone())
+        .collect()
+}
+
+/// The shard of each variant of [`shard_variants`] among `count` shards.
+fn shard_owners(variants: &[Variant], count: usize) -> Vec<usize> {
     let key = |v: &Variant| {
         (v.tlas.is_none()).then_some(BuildOptions {
             box_sort: true,
@@ -282,28 +291,39 @@ pub fn shard_variants(variants: &[Variant], shard: Shard) -> Vec<Variant> {
             None => groups.push((k, vec![i])),
         }
     }
-    let most = variants.len().div_ceil(count).max(1);
-    let mut runs: Vec<&[usize]> = groups
-        .iter()
-        .flat_map(|(_, members)| members.chunks(most))
-        .collect();
-    // Largest first; the sort is stable, so equal runs keep their order.
-    runs.sort_by_key(|r| std::cmp::Reverse(r.len()));
-    let mut load = vec![0usize; count];
-    let mut owner = vec![0usize; variants.len()];
-    for run in runs {
-        let (target, _) = (load.iter().enumerate())
-            .min_by_key(|&(s, &l)| (l, s))
-            .expect("at least one shard");
-        load[target] += run.len() + 1;
-        for &i in run {
-            owner[i] = target;
+    let largest = groups.iter().map(|(_, m)| m.len()).max().unwrap_or(1);
+    // (busiest shard's load, owners) for runs of at most `cut` variants.
+    let split = |cut: usize| {
+        let mut runs: Vec<&[usize]> = (groups.iter())
+            .flat_map(|(_, members)| members.chunks(cut))
+            .collect();
+        // Largest first; the sort is stable, so equal runs keep their order.
+        runs.sort_by_key(|r| std::cmp::Reverse(r.len()));
+        let mut load = vec![0usize; count];
+        let mut owner = vec![0usize; variants.len()];
+        for run in &runs {
+            let (target, _) = (load.iter().enumerate())
+                .min_by_key(|&(s, &l)| (l, s))
+                .expect("at least one shard");
+            load[target] += run.len() + 1;
+            for &i in *run {
+                owner[i] = target;
+            }
+        }
+        let even = load.iter().sum::<usize>().div_ceil(count);
+        (load.iter().copied().max().unwrap_or(0), even, owner)
+    };
+    let mut best: Option<(usize, Vec<usize>)> = None;
+    for cut in (1..=largest).rev() {
+        let (busiest, even, owner) = split(cut);
+        if 8 * busiest <= 9 * even {
+            return owner;
+        }
+        if best.as_ref().is_none_or(|(b, _)| busiest < *b) {
+            best = Some((busiest, owner));
         }
     }
-    (variants.iter().zip(&owner))
-        .filter(|(_, &o)| o == shard.index as usize)
-        .map(|(v, _)| v.clone())
-        .collect()
+    best.map(|(_, owner)| owner).unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -340,7 +360,7 @@ mod tests {
                 assert!(order.windows(2).all(|w| w[0] < w[1]));
             }
             // The builds made over all shards: at most one per build and per cut of a large
-            // group, where round-robin repeats most of them.
+            // group (cut no finer than an even share), where round-robin repeats most.
             let most = all.len().div_ceil(count as usize);
             let cuts: usize = (builds.iter())
                 .map(|b| all.iter().filter(|v| build(v) == *b).count().div_ceil(most))
