@@ -13,7 +13,7 @@ use wavetrace::bvh;
 use wavetrace::bvh::two_level::TwoLevelOptions;
 use wavetrace::counters::report::Report;
 use wavetrace::counters::Counters;
-use wavetrace::hw::peak::{SERIES_S, SERIES_X};
+use wavetrace::hw::peak::ConsoleConfig;
 use wavetrace::math::HitRecord;
 use wavetrace::memory::{Dispatch, Machine, MemoryModel, MemoryStats};
 use wavetrace::outfile::{OutputId, OutputSet};
@@ -598,10 +598,11 @@ pub fn merge(
         )));
     }
     outputs.write_bytes(ids.out, &hits)?;
-    let console = match first.target.as_str() {
-        t if t == SERIES_S.cli_name => SERIES_S,
-        _ => SERIES_X,
-    };
+    let console = ConsoleConfig::by_cli_name(&first.target).ok_or_else(|| Error::Parse {
+        path: parts.paths[0].clone(),
+        line: 0,
+        message: format!("unknown console `{}`", first.target),
+    })?;
     let mut report = Report::new(
         &counters,
         trace_seconds,
