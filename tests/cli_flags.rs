@@ -3,13 +3,22 @@
 
 use std::process::Command;
 
-fn help(command: &str) -> String {
+mod cli_common;
+use cli_common::wavetrace_ok;
+
+/// `wavetrace ARGS... --help`, which must succeed.
+fn help_of(args: &[&str]) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_wavetrace"))
-        .args([command, "--help"])
+        .args(args)
+        .arg("--help")
         .output()
         .unwrap();
-    assert!(out.status.success());
+    assert!(out.status.success(), "{args:?} --help");
     String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn help(command: &str) -> String {
+    help_of(&[command])
 }
 
 #[test]
@@ -40,15 +49,7 @@ fn the_old_and_new_spellings_write_the_same_files() {
     let obj = dir.path().join("t.obj");
     std::fs::write(&obj, "v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n").unwrap();
     let run = |args: &[&str]| {
-        let out = Command::new(env!("CARGO_BIN_EXE_wavetrace"))
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        wavetrace_ok(args);
     };
     let p = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
     run(&["bvh", &p("t.obj"), "-o", &p("a.bvh")]);
@@ -119,13 +120,8 @@ fn options(text: &str) -> Vec<(String, String, Option<String>)> {
 /// Every subcommand (and `tiling`'s), from the help texts themselves.
 fn subcommands() -> Vec<Vec<String>> {
     let listed = |args: &[&str]| -> Vec<String> {
-        let out = Command::new(env!("CARGO_BIN_EXE_wavetrace"))
-            .args(args)
-            .arg("--help")
-            .output()
-            .unwrap();
-        let text = String::from_utf8_lossy(&out.stdout).into_owned();
-        text.split("Commands:")
+        help_of(args)
+            .split("Commands:")
             .nth(1)
             .unwrap_or("")
             .split("Options:")
@@ -172,14 +168,8 @@ fn shared_flags_have_one_name_and_one_default_in_every_command() {
     ];
     let mut seen = std::collections::BTreeMap::<&str, Vec<String>>::new();
     for command in &commands {
-        let mut args: Vec<&str> = command.iter().map(String::as_str).collect();
-        args.push("--help");
-        let out = Command::new(env!("CARGO_BIN_EXE_wavetrace"))
-            .args(&args)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{command:?}");
-        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let args: Vec<&str> = command.iter().map(String::as_str).collect();
+        let text = help_of(&args);
         let name = command.join(" ");
         for (long, block, default) in options(&text) {
             // The older spellings survive only as aliases of the shared names.
@@ -207,58 +197,46 @@ fn shared_flags_have_one_name_and_one_default_in_every_command() {
     }
     // Each shared flag is where it belongs.
     let has = |flag: &str, name: &str| seen.get(flag).is_some_and(|v| v.iter().any(|n| n == name));
-    for name in ["bvh", "trace", "bench", "render", "profile"] {
-        assert!(has("--threads", name), "{name} lacks --threads");
-    }
-    for name in ["trace", "bench", "render"] {
-        assert!(has("--wave", name), "{name} lacks --wave");
-    }
-    for name in [
-        "trace",
-        "render",
-        "profile",
-        "tiling layout",
-        "tiling swizzle",
-    ] {
-        assert!(has("--target", name), "{name} lacks --target");
-    }
-    for name in ["render", "profile", "rays"] {
-        assert!(has("--seed", name), "{name} lacks --seed");
-    }
-    for name in ["trace", "bench"] {
-        assert!(has("--simd", name), "{name} lacks --simd");
-    }
-    for name in [
-        "bvh",
-        "trace",
-        "bench",
-        "render",
-        "profile",
-        "peak",
-        "tiling layout",
-    ] {
-        assert!(has("--json", name), "{name} lacks --json");
-    }
-    for name in ["bvh", "trace", "bench"] {
-        assert!(has("--box", name), "{name} lacks the build options");
-    }
-    for name in ["render", "trace", "profile", "bench"] {
-        assert!(has("--shard", name), "{name} lacks --shard");
-        assert!(has("--shard-count", name), "{name} lacks --shard-count");
+    let belongs: &[(&str, &[&str])] = &[
+        ("--threads", &["bvh", "trace", "bench", "render", "profile"]),
+        ("--wave", &["trace", "bench", "render"]),
+        (
+            "--target",
+            &[
+                "trace",
+                "render",
+                "profile",
+                "tiling layout",
+                "tiling swizzle",
+            ],
+        ),
+        ("--seed", &["render", "profile", "rays"]),
+        ("--simd", &["trace", "bench"]),
+        (
+            "--json",
+            &[
+                "bvh",
+                "trace",
+                "bench",
+                "render",
+                "profile",
+                "peak",
+                "tiling layout",
+            ],
+        ),
+        ("--box", &["bvh", "trace", "bench"]),
+        ("--shard", &["render", "trace", "profile", "bench"]),
+        ("--shard-count", &["render", "trace", "profile", "bench"]),
+    ];
+    for (flag, commands) in belongs {
+        for name in *commands {
+            assert!(has(flag, name), "{name} lacks {flag}");
+        }
     }
     for name in ["tiling swizzle", "tiling unswizzle"] {
         let text = help_of(&["tiling", name.split(' ').nth(1).unwrap()]);
         assert!(text.contains("-o, --out"), "{name}: {text}");
     }
-}
-
-fn help_of(args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_wavetrace"))
-        .args(args)
-        .arg("--help")
-        .output()
-        .unwrap();
-    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 #[test]
@@ -270,21 +248,7 @@ fn json_to_stdout_moves_the_text_report_to_stderr() {
         "v 0 0 0\nv 1 0 0\nv 0 1 0\nv 1 1 0\nf 1 2 3\nf 2 4 3\n",
     )
     .unwrap();
-    let run = |args: &[&str]| {
-        let out = Command::new(env!("CARGO_BIN_EXE_wavetrace"))
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        (
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
-    };
+    let run = wavetrace_ok;
     run(&["rays", &p("t.obj"), "--size", "8x8", "-o", &p("r.rays")]);
     // `--json -`, and a bare `--json`, both print the JSON alone on standard output.
     let (obj, rays, hits) = (p("t.obj"), p("r.rays"), p("h"));

@@ -3,19 +3,9 @@
 //! behind.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-fn wavetrace(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_wavetrace"))
-        .args(args)
-        .output()
-        .expect("run wavetrace");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+mod cli_common;
+use cli_common::wavetrace;
 
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()

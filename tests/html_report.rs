@@ -4,47 +4,12 @@
 //! all.
 
 use std::path::Path;
-use std::process::Command;
 
-fn wavetrace(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_wavetrace"))
-        .args(args)
-        .output()
-        .expect("run wavetrace");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+mod cli_common;
+use cli_common::{wavetrace, write_octahedron};
 
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()
-}
-
-/// An octahedron over a ground quad, as an OBJ file in `dir`.
-fn write_mesh(dir: &Path) -> std::path::PathBuf {
-    let mut obj = String::from(
-        "v 1 0 0\nv -1 0 0\nv 0 1 0\nv 0 -1 0\nv 0 0 1\nv 0 0 -1\n\
-         v -5 -1 -5\nv 5 -1 -5\nv 5 -1 5\nv -5 -1 5\n",
-    );
-    for f in [
-        [1, 3, 5],
-        [3, 2, 5],
-        [2, 4, 5],
-        [4, 1, 5],
-        [3, 1, 6],
-        [2, 3, 6],
-        [4, 2, 6],
-        [1, 4, 6],
-        [7, 9, 8],
-        [7, 10, 9],
-    ] {
-        obj.push_str(&format!("f {} {} {}\n", f[0], f[1], f[2]));
-    }
-    let path = dir.join("octa.obj");
-    std::fs::write(&path, obj).unwrap();
-    path
 }
 
 /// Every `open` has its `close`, and there is at least one.
@@ -115,7 +80,7 @@ fn table_keys(html: &str) -> Vec<String> {
 #[test]
 fn profile_html_has_a_row_and_a_chart_label_per_variant_of_the_json() {
     let dir = tempfile::tempdir().unwrap();
-    let mesh = write_mesh(dir.path());
+    let mesh = write_octahedron(dir.path());
     let (html, json) = (dir.path().join("p.html"), dir.path().join("p.json"));
     let (code, stdout, stderr) = wavetrace(&[
         "profile",
@@ -192,7 +157,7 @@ fn profile_html_has_a_row_and_a_chart_label_per_variant_of_the_json() {
 #[test]
 fn trace_html_has_the_counters_the_tds_and_the_memory_model() {
     let dir = tempfile::tempdir().unwrap();
-    let mesh = write_mesh(dir.path());
+    let mesh = write_octahedron(dir.path());
     let rays = dir.path().join("r.rays");
     let (code, _, stderr) = wavetrace(&[
         "rays",
@@ -266,7 +231,7 @@ fn trace_html_has_the_counters_the_tds_and_the_memory_model() {
 #[test]
 fn a_missing_html_directory_is_refused_before_any_output_is_written() {
     let dir = tempfile::tempdir().unwrap();
-    let mesh = write_mesh(dir.path());
+    let mesh = write_octahedron(dir.path());
     let csv = dir.path().join("p.csv");
     let missing = dir.path().join("no-such-dir").join("p.html");
     let (code, _, stderr) = wavetrace(&[

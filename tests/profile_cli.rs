@@ -1,52 +1,15 @@
 //! `wavetrace profile` end to end: table, CSV, JSON and heatmaps on a small generated mesh;
 //! clear errors on bad input; the guard's tolerance.
 
-use std::path::Path;
-use std::process::Command;
+mod cli_common;
+use cli_common::{wavetrace, write_octahedron};
 use wavetrace::math::Hit;
 use wavetrace::profile::{self, agrees, ulp_distance, QueryKind};
-
-fn wavetrace(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_wavetrace"))
-        .args(args)
-        .output()
-        .expect("run wavetrace");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
-/// A closed octahedron plus a ground quad, as OBJ text.
-fn write_mesh(dir: &Path) -> String {
-    let mut s = String::from(
-        "v 1 0 0\nv -1 0 0\nv 0 1 0\nv 0 -1 0\nv 0 0 1\nv 0 0 -1\n\
-         v -5 -1 -5\nv 5 -1 -5\nv 5 -1 5\nv -5 -1 5\n",
-    );
-    for f in [
-        [1, 3, 5],
-        [3, 2, 5],
-        [2, 4, 5],
-        [4, 1, 5],
-        [3, 1, 6],
-        [2, 3, 6],
-        [4, 2, 6],
-        [1, 4, 6],
-        [7, 9, 8],
-        [7, 10, 9],
-    ] {
-        s.push_str(&format!("f {} {} {}\n", f[0], f[1], f[2]));
-    }
-    let path = dir.join("octa.obj");
-    std::fs::write(&path, s).unwrap();
-    path.to_str().unwrap().to_string()
-}
 
 #[test]
 fn writes_table_csv_json_and_heatmaps() {
     let dir = tempfile::tempdir().unwrap();
-    let mesh = write_mesh(dir.path());
+    let mesh = write_octahedron(dir.path()).to_str().unwrap().to_string();
     let csv = dir.path().join("p.csv");
     let json = dir.path().join("p.json");
     let heat = dir.path().join("heat");
@@ -105,7 +68,7 @@ fn writes_table_csv_json_and_heatmaps() {
 #[test]
 fn bad_input_gives_clear_errors() {
     let dir = tempfile::tempdir().unwrap();
-    let mesh = write_mesh(dir.path());
+    let mesh = write_octahedron(dir.path()).to_str().unwrap().to_string();
     let (code, _, err) = wavetrace(&["profile", &mesh, "--size", "0x5"]);
     assert_eq!(code, 2);
     assert!(err.contains("--size"), "{err}");
