@@ -7,8 +7,10 @@
 #   scripts/shard-overhead.sh [BINARY] [SHARDS] [ROUNDS]
 #
 # Defaults: target/release/wavetrace, 4 shards, 5 rounds. PROFILE_INPUT names the profiled
-# mesh or scene (default: the shared bunny), PROFILE_OPTS adds options (e.g.
-# PROFILE_OPTS="--rays diffuse --size 512x512").
+# mesh or scene (default: the shared bunny). PROFILE_OPTS gives the profile's options; by
+# default its rays are the diffuse bounces of a 1024x1024 camera, written once to a ray file
+# by `wavetrace rays` (242,256 rays on the bunny: a 12-second job, the size worth sharding;
+# a shard's fixed cost is about 0.1 s, so a 2-second job split four ways pays 15-20 %).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 bin=${1:-$repo/target/release/wavetrace}
@@ -24,8 +26,13 @@ cpu() { # CPU seconds (user + system) of one run of wavetrace "$@"
     awk '{ printf "%.3f", $1 + $2 }' "$out/t"
 }
 render=(render "$repo/scenes/cornell/cornell.toml" --spp 16 --threads 1)
-# shellcheck disable=SC2206
-profile=(profile "${PROFILE_INPUT:-$repo/../shared/data/scenes/bunny.obj.gz}" --strategies all --threads 1 ${PROFILE_OPTS:-})
+input=${PROFILE_INPUT:-$repo/../shared/data/scenes/bunny.obj.gz}
+if [ -z "${PROFILE_OPTS+set}" ]; then
+    "$bin" rays "$input" --kind diffuse --size 1024x1024 -o "$out/diffuse.rays" 2>/dev/null
+    PROFILE_OPTS="--rays $out/diffuse.rays"
+fi
+# shellcheck disable=SC2206 # PROFILE_OPTS is split into words on purpose
+profile=(profile "$input" --strategies all --threads 1 $PROFILE_OPTS)
 for job in render profile; do
     declare -n args=$job
     ext=$([ "$job" = render ] && echo exr || echo wtpart)

@@ -361,3 +361,52 @@ fn canonical_hits_are_the_scalar_traversals_hits() {
         assert!(found > 5000, "{name}: {found} hits");
     }
 }
+
+/// The guard's reference on every build a profile makes, and the fast traversal it comes
+/// from, are the scalar traversal's hits, bit for bit, on the shared bunny's camera and
+/// diffuse rays.
+#[test]
+fn guard_hits_are_the_scalar_traversals_hits_on_every_build() {
+    let mesh = shared("bunny.obj.gz");
+    let image = profile::reference_image(&mesh).unwrap();
+    let camera = PinholeCamera::framing(&profile::mesh_bounds(&mesh));
+    let primary = camera.primary_rays(64, 64);
+    let diffuse = profile::make_rays(RayKind::Diffuse, &mesh, &image, primary.clone(), 3)
+        .0
+        .rays;
+    let mut builds: Vec<BuildOptions> = Vec::new();
+    for v in profile::all_variants() {
+        let key = BuildOptions {
+            box_sort: true,
+            ..v.build
+        };
+        if !builds.contains(&key) {
+            builds.push(key);
+        }
+    }
+    assert!(builds.len() >= 8, "{} builds", builds.len());
+    for options in &builds {
+        let image = bvh::build(&mesh, options).unwrap().image;
+        for rays in [&primary, &diffuse] {
+            let scalar = profile::reference_hits(&image, &mesh, rays);
+            // The fast traversal alone (so the scalar fallback is never what passes), then
+            // the guard's answer.
+            let fast = profile::canonical_hits(&image, &mesh, rays);
+            let guard = profile::guard_hits(&image, &mesh, rays);
+            for (i, (g, s)) in fast
+                .iter()
+                .chain(&guard)
+                .zip(scalar.iter().cycle())
+                .enumerate()
+            {
+                assert!(
+                    g.t.to_bits() == s.t.to_bits()
+                        && g.prim_id == s.prim_id
+                        && g.bary.map(f32::to_bits) == s.bary.map(f32::to_bits)
+                        && g.front_face == s.front_face,
+                    "{options:?} ray {i}: guard {g:?}, scalar {s:?}"
+                );
+            }
+        }
+    }
+}

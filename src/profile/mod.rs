@@ -8,7 +8,8 @@
 //! rate on a console.
 //!
 //! Correctness guard: every variant's hits are checked against the scalar reference
-//! traversal ([`crate::bvh::closest_hit_scalar`]) run on the variant's own BVH image: same
+//! traversal's ([`crate::bvh::closest_hit_scalar`]) on the variant's own BVH image, found by
+//! [`guard_hits`] (the full-stack wave traversal, spot-checked by the scalar one): same
 //! primitive and t within [`T_TOLERANCE_ULPS`] (closest hit), same occluded flag (any hit).
 //! A variant that disagrees on any ray is marked wrong and never ranked. Separately, each
 //! variant is compared with the reference on a canonical FP32, one-triangle-per-node image
@@ -36,8 +37,8 @@ pub use measure::{
     ulp_distance, Figures, ProfileReport, VariantResult, REFILL_WAVES,
 };
 pub use sets::{
-    canonical_hits, make_rays, mesh_bounds, reference_hits, reference_image, scene_mesh,
-    scene_primary_rays, RayKind,
+    canonical_hits, checked_by_scalar, guard_hits, make_rays, mesh_bounds, reference_hits,
+    reference_image, scene_mesh, scene_primary_rays, RayKind,
 };
 pub use table::{
     ranking_summary, row, shared_scale, to_compact_table, to_csv, to_table, COLUMNS, SHORT_COLUMNS,
@@ -108,7 +109,7 @@ impl Builds {
             Some(i) => i,
             None => {
                 let image = bvh::build(mesh, &key)?.image;
-                let hits = reference_hits(&image, mesh, rays);
+                let hits = guard_hits(&image, mesh, rays);
                 self.entries.push((key, image, hits));
                 self.entries.len() - 1
             }

@@ -41,6 +41,57 @@ pub fn canonical_hits(image: &BvhImage, mesh: &Mesh, rays: &[Ray]) -> Vec<Hit> {
     hits
 }
 
+/// One ray in this many (and the last) is traced by the scalar traversal as well in
+/// [`guard_hits`].
+pub const GUARD_SCALAR_STRIDE: usize = 16;
+
+/// The guard's reference hits on a variant's image: [`reference_hits`], found the way
+/// [`canonical_hits`] finds them (the wave model's full-stack traversal, held bit-identical
+/// to the scalar traversal on every build by the tests), and checked as they are made: every
+/// [`GUARD_SCALAR_STRIDE`]-th ray and the last are traced by the scalar traversal too, and
+/// if any of them differs in any bit, every ray is traced by the scalar traversal and those
+/// hits are returned. So the variants are never compared with anything but the scalar
+/// traversal's answer, at about a fifth of its cost.
+pub fn guard_hits(image: &BvhImage, mesh: &Mesh, rays: &[Ray]) -> Vec<Hit> {
+    let fast = canonical_hits(image, mesh, rays);
+    checked_by_scalar(fast, image, mesh, rays, GUARD_SCALAR_STRIDE)
+}
+
+/// `fast` if the scalar traversal gives the same hit, bit for bit, on every `stride`-th ray
+/// and the last; otherwise the scalar traversal's hits of every ray.
+pub fn checked_by_scalar(
+    fast: Vec<Hit>,
+    image: &BvhImage,
+    mesh: &Mesh,
+    rays: &[Ray],
+    stride: usize,
+) -> Vec<Hit> {
+    let stride = stride.max(1);
+    let last = rays.len().saturating_sub(1);
+    let sampled: Vec<usize> = (0..rays.len())
+        .step_by(stride)
+        .chain((!last.is_multiple_of(stride)).then_some(last))
+        .collect();
+    let agrees = sampled.par_iter().all(|&i| {
+        let scalar = bvh::closest_hit_scalar(image, mesh, &rays[i]);
+        same_bits(&fast[i], &scalar)
+    });
+    if agrees && fast.len() == rays.len() {
+        fast
+    } else {
+        reference_hits(image, mesh, rays)
+    }
+}
+
+/// Every field of two hits, bit for bit.
+fn same_bits(a: &Hit, b: &Hit) -> bool {
+    a.t.to_bits() == b.t.to_bits()
+        && a.prim_id == b.prim_id
+        && a.bary.map(f32::to_bits) == b.bary.map(f32::to_bits)
+        && a.front_face == b.front_face
+        && a.instance == b.instance
+}
+
 /// The built-in ray sets.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RayKind {
@@ -158,4 +209,63 @@ pub fn mesh_bounds(mesh: &Mesh) -> crate::math::Aabb {
         .map(|&p| glam::Vec3::from(p))
         .collect();
     crate::math::Aabb::from_points(&points)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use glam::Vec3;
+
+    /// A ring of quads around the z axis, and rays from the axis through them.
+    fn ring() -> (Mesh, Vec<Ray>) {
+        let mut tris = Vec::new();
+        for k in 0..24 {
+            let a = k as f32 * std::f32::consts::TAU / 24.0;
+            let b = (k + 1) as f32 * std::f32::consts::TAU / 24.0;
+            let (p, q) = (
+                Vec3::new(a.cos(), a.sin(), 0.0),
+                Vec3::new(b.cos(), b.sin(), 0.0),
+            );
+            let up = Vec3::Z * 0.5;
+            tris.push([p.to_array(), q.to_array(), (q + up).to_array()]);
+            tris.push([p.to_array(), (q + up).to_array(), (p + up).to_array()]);
+        }
+        let rays = (0..100)
+            .map(|i| {
+                let a = i as f32 * 0.0637;
+                let dir = Vec3::new(a.cos(), a.sin(), 0.3 * ((i % 5) as f32 - 2.0) / 2.0);
+                Ray::new(
+                    Vec3::new(0.0, 0.0, 0.2),
+                    dir.normalize(),
+                    0.0,
+                    f32::INFINITY,
+                )
+            })
+            .collect();
+        (Mesh::from_triangles(&tris), rays)
+    }
+
+    #[test]
+    fn a_fast_answer_that_differs_on_a_checked_ray_is_replaced_by_the_scalar_one() {
+        let (mesh, rays) = ring();
+        let image = reference_image(&mesh).unwrap();
+        let scalar = reference_hits(&image, &mesh, &rays);
+        assert!(scalar.iter().filter(|h| h.is_hit()).count() > 60);
+        let same = checked_by_scalar(scalar.clone(), &image, &mesh, &rays, 16);
+        assert!(same.iter().zip(&scalar).all(|(a, b)| same_bits(a, b)));
+        // One bit of t on a checked ray (32, a multiple of the stride), then on the last ray
+        // (99, checked though not a multiple).
+        for wrong_ray in [32, 99] {
+            let mut wrong = scalar.clone();
+            wrong[wrong_ray].t = f32::from_bits(wrong[wrong_ray].t.to_bits() ^ 1);
+            let fixed = checked_by_scalar(wrong, &image, &mesh, &rays, 16);
+            assert!(fixed.iter().zip(&scalar).all(|(a, b)| same_bits(a, b)));
+        }
+        // A difference on a ray between the checked ones is kept (that is the bargain; the
+        // tests hold the fast traversal equal to the scalar one everywhere).
+        let mut unchecked = scalar.clone();
+        unchecked[33].prim_id ^= 1;
+        let kept = checked_by_scalar(unchecked, &image, &mesh, &rays, 16);
+        assert_ne!(kept[33].prim_id, scalar[33].prim_id);
+    }
 }
