@@ -8,9 +8,10 @@
 #
 # Defaults: target/release/wavetrace, 4 shards, 5 rounds. PROFILE_INPUT names the profiled
 # mesh or scene (default: the shared bunny). PROFILE_OPTS gives the profile's options; by
-# default its rays are the diffuse bounces of a 1024x1024 camera, written once to a ray file
-# by `wavetrace rays` (242,256 rays on the bunny: a 12-second job, the size worth sharding;
-# a shard's fixed cost is about 0.1 s, so a 2-second job split four ways pays 15-20 %).
+# default its rays are the diffuse bounces of a 2048x2048 camera, written once to a ray file
+# by `wavetrace rays` (968,949 rays on the bunny, a 50-second job with the memory model: the
+# million-ray set a user shards; a shard's fixed cost is about 0.15 s, so a 12-second job
+# split four ways pays about 4 %, a 2-second one 10-15 %). A round then takes two minutes.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 bin=${1:-$repo/target/release/wavetrace}
@@ -28,7 +29,7 @@ cpu() { # CPU seconds (user + system) of one run of wavetrace "$@"
 render=(render "$repo/scenes/cornell/cornell.toml" --spp 16 --threads 1)
 input=${PROFILE_INPUT:-$repo/../shared/data/scenes/bunny.obj.gz}
 if [ -z "${PROFILE_OPTS+set}" ]; then
-    "$bin" rays "$input" --kind diffuse --size 1024x1024 -o "$out/diffuse.rays" 2>/dev/null
+    "$bin" rays "$input" --kind diffuse --size 2048x2048 -o "$out/diffuse.rays" 2>/dev/null
     PROFILE_OPTS="--rays $out/diffuse.rays"
 fi
 # shellcheck disable=SC2206 # PROFILE_OPTS is split into words on purpose

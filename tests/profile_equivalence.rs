@@ -323,6 +323,15 @@ fn all_variants_agree_on_the_shipped_cornell_scene() {
     }
 }
 
+/// Every field of two hits, bit for bit.
+fn bit_identical(a: &Hit, b: &Hit) -> bool {
+    a.t.to_bits() == b.t.to_bits()
+        && a.prim_id == b.prim_id
+        && a.bary.map(f32::to_bits) == b.bary.map(f32::to_bits)
+        && a.front_face == b.front_face
+        && a.instance == b.instance
+}
+
 /// The canonical image's hits that every profile computes first (the ray sets' sources and
 /// the `vs fp32` column) come from the wave model; they must be the scalar traversal's
 /// hits, every field bit for bit, on the profile's own ray sets over the shared meshes.
@@ -349,11 +358,7 @@ fn canonical_hits_are_the_scalar_traversals_hits() {
             found += scalar.iter().filter(|h| h.is_hit()).count();
             for (i, (f, s)) in fast.iter().zip(&scalar).enumerate() {
                 assert!(
-                    f.t.to_bits() == s.t.to_bits()
-                        && f.prim_id == s.prim_id
-                        && f.bary.map(f32::to_bits) == s.bary.map(f32::to_bits)
-                        && f.front_face == s.front_face
-                        && f.instance == s.instance,
+                    bit_identical(f, s),
                     "{name} ray {i}: wave {f:?}, scalar {s:?}"
                 );
             }
@@ -400,10 +405,7 @@ fn guard_hits_are_the_scalar_traversals_hits_on_every_build() {
                 .enumerate()
             {
                 assert!(
-                    g.t.to_bits() == s.t.to_bits()
-                        && g.prim_id == s.prim_id
-                        && g.bary.map(f32::to_bits) == s.bary.map(f32::to_bits)
-                        && g.front_face == s.front_face,
+                    bit_identical(g, s),
                     "{options:?} ray {i}: guard {g:?}, scalar {s:?}"
                 );
             }

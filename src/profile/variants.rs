@@ -260,12 +260,15 @@ fn select_from(all: Vec<Variant>, list: &str) -> Result<Vec<Variant>> {
 /// split repeats both in most shards).
 ///
 /// Variants are grouped by build (box sorting aside: it is a descriptor bit on the same
-/// image; each TLAS variant alone). Groups are cut into runs of at most `cut` variants, and
-/// the runs, largest first, go to the shard with the least work so far (a run costs its
-/// variants plus one for its build; the lowest index on a tie). `cut` is the largest run
-/// size whose busiest shard stays within an eighth of the even share, so a large group is
-/// cut only as much as the balance needs. Every variant goes to exactly one shard; the
-/// order within a shard is the selection order.
+/// image; each TLAS variant alone). A group is cut into the fewest runs of at most `cut`
+/// variants, dealt out in turn (run k of n takes the group's variants k, k + n, ...: the
+/// variants of one axis, such as the costly short-stack traversals, sit next to each other
+/// in the selection and so spread over the runs). The runs, largest first, go to the shard
+/// with the least work so far (a run costs its variants plus one for its build; the lowest
+/// index on a tie). `cut` is the largest run size whose busiest shard stays within an
+/// eighth of the even share, so a large group is cut only as much as the balance needs.
+/// Every variant goes to exactly one shard; the order within a shard is the selection
+/// order.
 pub fn shard_variants(variants: &[Variant], shard: Shard) -> Vec<Variant> {
     let owner = shard_owners(variants, shard.count as usize);
     (variants.iter().zip(&owner))
@@ -294,8 +297,11 @@ fn shard_owners(variants: &[Variant], count: usize) -> Vec<usize> {
     let largest = groups.iter().map(|(_, m)| m.len()).max().unwrap_or(1);
     // (busiest shard's load, owners) for runs of at most `cut` variants.
     let split = |cut: usize| {
-        let mut runs: Vec<&[usize]> = (groups.iter())
-            .flat_map(|(_, members)| members.chunks(cut))
+        let mut runs: Vec<Vec<usize>> = (groups.iter())
+            .flat_map(|(_, members)| {
+                let n = members.len().div_ceil(cut);
+                (0..n).map(move |k| members.iter().skip(k).step_by(n).copied().collect())
+            })
             .collect();
         // Largest first; the sort is stable, so equal runs keep their order.
         runs.sort_by_key(|r| std::cmp::Reverse(r.len()));
@@ -306,7 +312,7 @@ fn shard_owners(variants: &[Variant], count: usize) -> Vec<usize> {
                 .min_by_key(|&(s, &l)| (l, s))
                 .expect("at least one shard");
             load[target] += run.len() + 1;
-            for &i in *run {
+            for &i in run {
                 owner[i] = target;
             }
         }
@@ -380,6 +386,20 @@ mod tests {
             // No shard has more than twice its share of variants (plus one).
             let largest = shards.iter().map(Vec::len).max().unwrap();
             assert!(largest <= 2 * most + 1, "{count} shards: {largest}");
+            // Where the default build's group is cut, its costly short-stack traversals
+            // (adjacent in the selection) are dealt over its runs, not kept in one.
+            let short_stack = |v: &Variant| v.axis == "traversal" && v.name != "full-stack";
+            let holding: Vec<usize> = (shards.iter())
+                .map(|s| s.iter().filter(|v| short_stack(v)).count())
+                .collect();
+            let default_build = build(&all[0]);
+            let runs = (shards.iter())
+                .filter(|s| s.iter().any(|v| build(v) == default_build))
+                .count();
+            if runs > 1 {
+                let most_held = holding.iter().max().unwrap();
+                assert!(*most_held < 9, "{count} shards: {holding:?}");
+            }
         }
     }
 }
