@@ -185,11 +185,13 @@ impl<'a, T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'a, T, P> {
             // Written for a lane before it is read in a step; zeros clear in one `memset`.
             box_results: [BoxResult::ZERO; H],
             wave_cost: [WaveCost::default(); 2],
+            // The counters' own log, taken for the waves and given back in `finish`: the
+            // steps go straight into it, with no per-wave log to grow and copy.
             recorder: counters.fetches.enabled.then(|| {
                 Box::new(StepRecorder {
                     blocks: (self.intersector.memory.bytes.len() / 64) as u32,
                     first_index: first_index as u32,
-                    log: FetchLog::recording(),
+                    log: std::mem::take(&mut counters.fetches),
                     words: Vec::with_capacity(64),
                 })
             }),
@@ -348,7 +350,7 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized, I: Isa, const W: usize, const H: us
             cost.charge(counters, first_index + k as u64);
         }
         if let Some(rec) = self.recorder.take() {
-            counters.fetches.merge(&rec.log);
+            counters.fetches = rec.log;
         }
         counters.trav_max_stack_depth = counters.trav_max_stack_depth.max(self.max_depth as u64);
         counters.trav_hits_accepted += self.hits_accepted;
