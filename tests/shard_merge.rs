@@ -37,6 +37,17 @@ fn ok(cmd: &mut Command) -> Output {
     out
 }
 
+/// Merges `parts` into `out`, with one more output: `(flag, path)`, `--json` or `--csv`.
+fn merge(parts: &[PathBuf], out: &Path, (flag, path): (&str, &Path)) {
+    ok(wavetrace()
+        .arg("merge")
+        .args(parts)
+        .arg("-o")
+        .arg(out)
+        .arg(flag)
+        .arg(path));
+}
+
 fn repo(path: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(path)
 }
@@ -102,13 +113,7 @@ fn render_shards_merge_to_the_unsharded_image_and_stats() {
             dir.path().join(format!("merged-{n}.png")),
             dir.path().join(format!("merged-{n}.json")),
         );
-        ok(wavetrace()
-            .arg("merge")
-            .args(&parts)
-            .arg("-o")
-            .arg(&png)
-            .arg("--json")
-            .arg(&stats));
+        merge(&parts, &png, ("--json", &stats));
         assert!(
             std::fs::read(&png).unwrap() == std::fs::read(&whole_png).unwrap(),
             "{n} shards: the merged PNG differs from the unsharded render"
@@ -189,13 +194,7 @@ fn trace_shards_merge_to_the_unsharded_hits_and_counters() {
                 dir.path().join(format!("merged-{wave}-{n}.hits")),
                 dir.path().join(format!("merged-{wave}-{n}.json")),
             );
-            ok(wavetrace()
-                .arg("merge")
-                .args(&parts)
-                .arg("-o")
-                .arg(&hits)
-                .arg("--json")
-                .arg(&stats));
+            merge(&parts, &hits, ("--json", &stats));
             assert!(
                 std::fs::read(&hits).unwrap() == std::fs::read(&whole_hits).unwrap(),
                 "wave{wave}, {n} shards: merged hits differ"
@@ -255,13 +254,7 @@ fn profile_shards_merge_to_the_unsharded_rows() {
             dir.path().join(format!("merged-{n}.json")),
             dir.path().join(format!("merged-{n}.csv")),
         );
-        ok(wavetrace()
-            .arg("merge")
-            .args(&parts)
-            .arg("-o")
-            .arg(&report)
-            .arg("--csv")
-            .arg(&csv));
+        merge(&parts, &report, ("--csv", &csv));
         assert_eq!(without_timing(json(&report)), whole, "{n} shards");
         let merged_csv = csv_without(&std::fs::read_to_string(&csv).unwrap(), "host_seconds");
         assert_eq!(merged_csv, whole_csv, "{n} shards");
