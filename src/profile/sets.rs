@@ -68,15 +68,11 @@ pub fn checked_by_scalar(
 ) -> Vec<Hit> {
     let stride = stride.max(1);
     let last = rays.len().saturating_sub(1);
-    let sampled: Vec<usize> = (0..rays.len())
-        .step_by(stride)
-        .chain((!last.is_multiple_of(stride)).then_some(last))
-        .collect();
-    let agrees = sampled.par_iter().all(|&i| {
-        let scalar = bvh::closest_hit_scalar(image, mesh, &rays[i]);
-        same_bits(&fast[i], &scalar)
-    });
-    if agrees && fast.len() == rays.len() {
+    let agrees = |i: usize| same_bits(&fast[i], &bvh::closest_hit_scalar(image, mesh, &rays[i]));
+    let checked = fast.len() == rays.len()
+        && (0..rays.len()).into_par_iter().step_by(stride).all(agrees)
+        && (last.is_multiple_of(stride) || agrees(last));
+    if checked {
         fast
     } else {
         reference_hits(image, mesh, rays)
