@@ -12,7 +12,7 @@ use crate::hw::{NodePointer, NodeType};
 pub const FETCH_128: u32 = 1 << 31;
 
 /// One wave instruction's fetches.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Instr {
     /// The wave within its dispatch (wave w has rays `width w..width (w + 1)`).
     pub wave: u32,
@@ -148,17 +148,28 @@ impl FetchLog {
     /// instructions are sorted by wave (a stable sort: each wave's stay in issue order).
     pub fn seal(&mut self, width: u32, rays: u64, waves: u64) {
         let mut d = std::mem::take(&mut self.pending);
-        d.instrs.sort_by_key(|i| i.wave);
-        // The fetch words in the same order, so that a wave's words are read one after the
-        // other.
-        let mut fetches = Vec::with_capacity(d.fetches.len());
-        for i in &mut d.instrs {
-            let n = i.lanes.count_ones() as usize;
-            let first = i.first as usize;
-            i.first = fetches.len() as u32;
-            fetches.extend_from_slice(&d.fetches[first..first + n]);
+        // A counting sort by wave (stable): the instructions arrive nearly in wave order,
+        // one or two waves at a time, so each wave's words stay together where they are.
+        let slots = d
+            .instrs
+            .iter()
+            .map(|i| i.wave as usize + 1)
+            .max()
+            .unwrap_or(0);
+        let mut at = vec![0u32; slots + 1];
+        for i in &d.instrs {
+            at[i.wave as usize + 1] += 1;
         }
-        d.fetches = fetches;
+        for w in 0..slots {
+            at[w + 1] += at[w];
+        }
+        let mut sorted = vec![Instr::default(); d.instrs.len()];
+        for i in &d.instrs {
+            let k = &mut at[i.wave as usize];
+            sorted[*k as usize] = *i;
+            *k += 1;
+        }
+        d.instrs = sorted;
         d.width = width;
         d.rays = rays;
         d.waves = waves;

@@ -219,6 +219,19 @@ impl Machine {
                 ));
             }
         }
+        // The model moves whole lines between levels and looks a missed line up above by
+        // its line number, so every level has the L0's line size.
+        for (name, level) in [("l1", &self.l1), ("l2", &self.l2)] {
+            if level.line_bytes != self.l0.line_bytes {
+                return Err(Error::field(
+                    format!("{name}.line_bytes"),
+                    format!(
+                        "{} differs from l0.line_bytes ({}): the model needs one line size at every level",
+                        level.line_bytes, self.l0.line_bytes
+                    ),
+                ));
+            }
+        }
         let d = &self.dram;
         if !(d.latency_ns.is_finite() && (0.0..=1e6).contains(&d.latency_ns)) {
             return Err(Error::field(
@@ -429,6 +442,14 @@ mod tests {
         m.cus_per_array = 5;
         let e = Machine::from_toml(&m.to_toml()).unwrap_err().to_string();
         assert!(e.contains("shader_arrays"), "{e}");
+        let mut m = series_x();
+        m.l2.line_bytes = 64;
+        m.l2.size_bytes = 64 * m.l2.ways as u64 * 1024;
+        let e = Machine::from_toml(&m.to_toml()).unwrap_err().to_string();
+        assert!(
+            e.contains("l2.line_bytes") && e.contains("l0.line_bytes"),
+            "{e}"
+        );
         let e = Machine::from_toml("name = 1").unwrap_err().to_string();
         assert!(e.contains("line 1"), "{e}");
     }
