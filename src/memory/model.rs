@@ -442,7 +442,7 @@ impl MemoryModel {
                 }
                 let first_line = self.l0[c as usize].line_of(address);
                 let last_line = self.l0[c as usize].line_of(address + bytes as u64 - 1);
-                for line in first_line..=last_line {
+                for line in first_line..last_line + 1 {
                     let ready = self.access(c as usize, array, line, accept, &mut n);
                     if ready > complete {
                         complete = ready;
