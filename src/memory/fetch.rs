@@ -150,17 +150,17 @@ impl FetchLog {
         let mut d = std::mem::take(&mut self.pending);
         // A counting sort by wave (stable): the instructions arrive nearly in wave order,
         // one or two waves at a time, so each wave's words stay together where they are.
-        let slots = d
+        let wave_count = d
             .instrs
             .iter()
             .map(|i| i.wave as usize + 1)
             .max()
             .unwrap_or(0);
-        let mut at = vec![0u32; slots + 1];
+        let mut at = vec![0u32; wave_count + 1];
         for i in &d.instrs {
             at[i.wave as usize + 1] += 1;
         }
-        for w in 0..slots {
+        for w in 0..wave_count {
             at[w + 1] += at[w];
         }
         let mut sorted = vec![Instr::default(); d.instrs.len()];
