@@ -488,6 +488,12 @@ impl MemoryModel {
                     id: c,
                 });
             }
+            // The next instruction the loop takes: its data is wanted now.
+            if let Some(top) = heap.peek() {
+                if let Some(e) = cu_state[top.id as usize].queue.peek() {
+                    prefetch(dispatch, next_instr[e.id as usize] as usize);
+                }
+            }
         }
         let end = cu_state.iter().map(|c| c.end).fold(t0, f64::max);
         for cu in &cu_state {
