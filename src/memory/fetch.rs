@@ -74,15 +74,25 @@ impl Dispatch {
 /// nothing (past the image's `blocks`).
 #[inline(always)]
 pub fn node_fetch(node: NodePointer, blocks: u32) -> Option<(u32, bool)> {
+    let (word, fetched, td) = node_fetch_bits(node, blocks);
+    (fetched == 1).then_some((word, td == 1))
+}
+
+/// [`node_fetch`] without a branch on the node's type (the wave loop records every lane's
+/// fetch, and the types of a wave's nodes are data the host cannot predict): the fetch word,
+/// whether it fetches (1) or not (0), and whether it takes a TD clock (1) or not (0).
+#[inline(always)]
+pub fn node_fetch_bits(node: NodePointer, blocks: u32) -> (u32, u32, u32) {
+    let ty = node.type_bits();
+    // Bit t: whether type t is a 128-byte node (FP32 box, instance) / reaches the TD (all
+    // but the two software types).
+    const SIZE_128: u32 = (1 << NodeType::BoxF32 as u32) | (1 << NodeType::User6 as u32);
+    const ON_TD: u32 = !((1 << NodeType::User6 as u32) | (1 << NodeType::User7 as u32)) & 0xFF;
+    let size_128 = (SIZE_128 >> ty) & 1;
     let block = node.address_64();
-    let (size_128, td) = match node.node_type() {
-        NodeType::BoxF32 => (true, true),
-        NodeType::User6 => (true, false),
-        NodeType::User7 => (false, false),
-        _ => (false, true),
-    };
     let end = block as u64 + 1 + size_128 as u64;
-    (end <= blocks as u64).then_some((block | if size_128 { FETCH_128 } else { 0 }, td))
+    let fetched = (end <= blocks as u64) as u32;
+    (block | (size_128 << 31), fetched, (ON_TD >> ty) & 1)
 }
 
 /// The bytes and first byte address of a fetch word.
@@ -202,6 +212,24 @@ mod tests {
         assert_eq!(node_fetch(p(9, NodeType::Triangle2), 10), Some((9, true)));
         assert_eq!(node_fetch(p(9, NodeType::BoxF32), 10), None);
         assert_eq!(fetch_span(3 | FETCH_128), (192, 128));
+        // Every type, from the node formats: (128 bytes, reaches the TD).
+        let expected = [
+            (NodeType::Triangle0, false, true),
+            (NodeType::Triangle1, false, true),
+            (NodeType::Triangle2, false, true),
+            (NodeType::Triangle3, false, true),
+            (NodeType::BoxF16, false, true),
+            (NodeType::BoxF32, true, true),
+            (NodeType::User6, true, false),
+            (NodeType::User7, false, false),
+        ];
+        for (ty, size_128, td) in expected {
+            let word = 5 | if size_128 { FETCH_128 } else { 0 };
+            assert_eq!(node_fetch(p(5, ty), 8), Some((word, td)), "{ty:?}");
+            // The last block: a 128-byte node would run past the image.
+            let last = node_fetch(p(7, ty), 8);
+            assert_eq!(last.is_none(), size_128, "{ty:?}");
+        }
     }
 
     #[test]

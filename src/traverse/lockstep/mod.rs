@@ -33,7 +33,7 @@ use crate::counters::{Counters, ShaderCounters};
 use crate::hw::instruction::LaneOutcome;
 use crate::hw::NodePointer;
 use crate::math::Ray;
-use crate::memory::fetch::node_fetch;
+use crate::memory::fetch::node_fetch_bits;
 use crate::memory::FetchLog;
 use crate::wave::intersect::{BoxResult, RayColumns, TriangleRay};
 use crate::wave::isa::{Isa, IsaKernel};
@@ -102,8 +102,8 @@ struct StepRecorder {
     /// Index of the first wave (within its call).
     first_index: u32,
     log: FetchLog,
-    /// One instruction's fetch words (scratch).
-    words: Vec<u32>,
+    /// One instruction's fetch words (scratch: a wave has at most 64 lanes).
+    words: [u32; 64],
 }
 
 /// What a step's phases hand on (bit i: host lane i).
@@ -192,7 +192,7 @@ impl<'a, T: Traversal, P: PrimitiveIds + ?Sized> WaveRun<'a, T, P> {
                     blocks: (self.intersector.memory.bytes.len() / 64) as u32,
                     first_index: first_index as u32,
                     log: std::mem::take(&mut counters.fetches),
-                    words: Vec::with_capacity(64),
+                    words: [0; 64],
                 })
             }),
         };
@@ -283,23 +283,22 @@ impl<T: Traversal, P: PrimitiveIds + ?Sized, I: Isa, const W: usize, const H: us
         let lanes = wave.exec & !self.rejected;
         for k in 0..H / W {
             let mut mask = lanes & Self::WAVE_MASK[k];
-            rec.words.clear();
+            let mut count = 0;
             let (mut fetched, mut td) = (0u64, 0u64);
             while mask != 0 {
                 let i = mask.trailing_zeros() as usize;
                 mask &= mask - 1;
-                if let Some((word, on_td)) = node_fetch(wave.node[i], rec.blocks) {
-                    let bit = 1u64 << (i - W * k);
-                    rec.words.push(word);
-                    fetched |= bit;
-                    if on_td {
-                        td |= bit;
-                    }
-                }
+                let (word, fetches, on_td) = node_fetch_bits(wave.node[i], rec.blocks);
+                // Written in any case, kept only when the lane fetches.
+                rec.words[count] = word;
+                count += fetches as usize;
+                let bit = (fetches as u64) << (i - W * k);
+                fetched |= bit;
+                td |= bit * on_td as u64;
             }
             if fetched != 0 {
                 rec.log
-                    .push(rec.first_index + k as u32, fetched, td, &rec.words);
+                    .push(rec.first_index + k as u32, fetched, td, &rec.words[..count]);
             }
         }
     }
