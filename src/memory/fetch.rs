@@ -92,7 +92,7 @@ pub fn node_fetch_bits(node: NodePointer, blocks: u32) -> (u32, u32, u32) {
     let block = node.address_64();
     let end = block as u64 + 1 + size_128 as u64;
     let fetched = (end <= blocks as u64) as u32;
-    (block | (size_128 << 31), fetched, (ON_TD >> ty) & 1)
+    (block | (FETCH_128 * size_128), fetched, (ON_TD >> ty) & 1)
 }
 
 /// The bytes and first byte address of a fetch word.
