@@ -123,6 +123,24 @@ impl FetchLog {
         }
     }
 
+    /// Makes room for the fetches of about `rays` more rays in the call in progress, so that
+    /// the log does not grow by copies (each a fresh buffer whose pages the kernel must map:
+    /// recording sponza's diffuse rays spent a fifth of its time in page faults). Room that
+    /// is not written costs only address space; past it the log grows as before.
+    pub fn reserve_for_rays(&mut self, rays: usize) {
+        // About the most fetches a ray of the shared sets makes (8-31 a ray), within a bound
+        // that keeps the address space reserved modest.
+        const FETCHES_PER_RAY: usize = 32;
+        const MOST_WORDS: usize = 1 << 24;
+        let words = rays.saturating_mul(FETCHES_PER_RAY).min(MOST_WORDS);
+        // Instructions carry at least a lane each, and usually a dozen or more.
+        let instrs = words / 8;
+        crate::host::without_huge_pages(|| {
+            self.pending.fetches.reserve(words);
+            self.pending.instrs.reserve(instrs);
+        });
+    }
+
     /// Records one instruction of wave `wave` of the call in progress: the lanes in
     /// `lanes` (bit i: lane i) with their fetch words, TD lanes in `td`.
     #[inline]

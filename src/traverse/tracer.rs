@@ -646,6 +646,9 @@ impl WaveTracer {
                 });
             counters.merge(&merged);
         } else {
+            if recording {
+                counters.fetches.reserve_for_rays(rays.len());
+            }
             let mut scratch = BlockScratch::new(block);
             for item in rays.chunks(block).zip(out.chunks_mut(block)).enumerate() {
                 run_block(&mut scratch, counters, item);
