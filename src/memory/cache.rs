@@ -197,13 +197,7 @@ mod tests {
     fn ranks_give_the_hits_of_a_recency_list() {
         // Every padding case (ways below, at and across multiples of 8 and 16, up to 256),
         // power-of-two and other set counts, streams that hit often and rarely.
-        let mut state = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut random = crate::profile::rays::SplitMix64(0x2545_f491_4f6c_dd1d);
         for &(sets, ways) in &[
             (1, 1),
             (4, 1),
@@ -220,7 +214,7 @@ mod tests {
             (2, 256),
         ] {
             for span in [ways as u64 * sets, 3 * ways as u64 * sets / 2 + 1, 1 << 20] {
-                let lines: Vec<u64> = (0..4000).map(|_| next() % span).collect();
+                let lines: Vec<u64> = (0..4000).map(|_| random.next_u64() % span).collect();
                 let mut cache = Cache::new(sets, ways as u32, 128);
                 let got: Vec<bool> = lines.iter().map(|&l| cache.access(l)).collect();
                 let want = list_lru_hits(sets, ways, &lines);
